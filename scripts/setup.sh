@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Create (or reuse) .venv/ and install trident_local into it, CPU-only.
+# torch/torchvision are installed first so that nothing else resolves another torch.
+# Usage: scripts/setup.sh [--dev]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+extras=""
+[ "${1:-}" = "--dev" ] && extras="[dev]"
+
+if [ ! -x .venv/bin/python ]; then
+  echo "== creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
+stamp=.venv/.trident-setup${extras:+-dev}
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "== installing torch + torchvision (first run: a few minutes)"
+  $PIP install "torch==2.14.1" "torchvision==0.29.1"
+  echo "== installing trident_local$extras"
+  $PIP install -e ".$extras"
+  # Pinned to torch<2.14 / heavy training deps, but both run on this stack:
+  # keep them out of the resolver.
+  $PIP install --no-deps "colpali-engine==0.3.18" "FlagEmbedding==1.4.2"
+  touch "$stamp"
+fi
+
+if ! command -v tesseract >/dev/null; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "== installing tesseract-ocr (OCR for scanned pages)"
+    (apt-get install -y -q tesseract-ocr tesseract-ocr-eng >/dev/null 2>&1 \
+      || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q tesseract-ocr tesseract-ocr-eng >/dev/null 2>&1)) \
+      || echo "   (could not install tesseract: scanned pages will be indexed image-only)"
+  else
+    echo "   tesseract not found: install tesseract-ocr for OCR of scanned pages"
+  fi
+fi
+echo "== ready: .venv/bin/trident"

@@ -1,0 +1,1 @@
+"""Backend implementations; imported lazily through the registry."""

@@ -1,0 +1,58 @@
+"""Build a backend for a role from a name. Backends are imported only when built.
+
+``register`` is used by backend modules; ``build`` by stages. A backend whose
+optional dependency is missing raises a clear error naming what to install.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from trident_local.errors import TridentError
+
+ROLES = ("chat", "embedder", "sparse", "multivector", "ocr")
+
+# (role, backend name) -> "module:attribute" of a factory taking (**options).
+_LAZY: dict[tuple[str, str], str] = {
+    ("embedder", "sentence-transformers"): "trident_local.models.backends.st_embedder:SentenceTransformerEmbedder",
+    ("ocr", "tesseract"): "trident_local.models.backends.tesseract_ocr:TesseractOCR",
+}
+_FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def register(role: str, name: str, target: str | Callable[..., Any]) -> None:
+    """Register a backend factory (a callable, or a lazy "module:attr" string)."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+    if isinstance(target, str):
+        _LAZY[(role, name)] = target
+    else:
+        _FACTORIES[(role, name)] = target
+
+
+def available(role: str | None = None) -> list[tuple[str, str]]:
+    keys = set(_LAZY) | set(_FACTORIES)
+    return sorted(k for k in keys if role is None or k[0] == role)
+
+
+def factory(role: str, name: str) -> Callable[..., Any]:
+    key = (role, name)
+    if key in _FACTORIES:
+        return _FACTORIES[key]
+    if key not in _LAZY:
+        names = ", ".join(n for r, n in available(role)) or "none"
+        raise TridentError(f"no {role} backend named {name!r}; available: {names}")
+    module, attr = _LAZY[key].split(":")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except ImportError as e:  # an optional dependency is missing
+        raise TridentError(f"{role} backend {name!r} needs a package that is not installed: {e}") from e
+    _FACTORIES[key] = obj
+    return obj
+
+
+def build(role: str, name: str, **options: Any) -> Any:
+    """Build the ``role`` backend called ``name`` with backend-specific options."""
+    return factory(role, name)(**options)
