@@ -12,14 +12,21 @@ import pymupdf
 
 from trident_local.docs.model import BBox, EvidenceObject, TextBlock
 
-CAPTION = re.compile(r"^\s*(Figure|Fig\.?|Table|Tab\.|Chart|Exhibit|Algorithm)\s*([0-9]+[A-Za-z]?|[IVX]+)\s*[:.|-]?", re.I)
+CAPTION = re.compile(
+    r"^\s*(Figure|Fig\.?|Table|Tab\.|Chart|Exhibit|Algorithm)\s*([0-9]+[A-Za-z]?|[IVX]+)\s*([:.|\u2013\u2014-])?\s*(\w+)?", re.I
+)
+# "Table 1 shows ..." is a reference to a table in running text, not its caption.
+_REFERENCE_VERBS = {"shows", "show", "reports", "report", "summarises", "summarizes", "presents", "lists", "gives",
+                    "illustrates", "compares", "depicts", "contains", "displays", "describes", "and", "in", "of",
+                    "provides", "plots", "is", "are", "was", "also"}
 _CITE_NUMERIC = re.compile(r"\[\d+(?:\s*[,–-]\s*\d+)*\]")
 _CITE_AUTHOR = re.compile(
     r"\((?:see\s+)?[A-Z][A-Za-z'`-]+(?:\s+et\s+al\.?|\s+(?:and|&)\s+[A-Z][A-Za-z'`-]+)?,?\s+(?:19|20)\d{2}[a-z]?"
     r"(?:;\s*[A-Z][^()]*?(?:19|20)\d{2}[a-z]?)*\)"
 )
 _CITE_INLINE_AUTHOR = re.compile(r"[A-Z][A-Za-z'`-]+(?:\s+et\s+al\.?)?\s+\((?:19|20)\d{2}[a-z]?\)")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\bal\.)(?<!\bet\.)(?<!\bvs\.)(?<!\bFig\.)\s+(?=[A-Z(\[])")
+_REFERENCE_ENTRY = re.compile(r"^\s*\[\d+\]\s")
 _EQ_NUMBER = re.compile(r"\(\s*\d{1,3}(\.\d+)?\s*\)\s*$")
 _MATH_CHARS = set("=+−-×÷∑∏∫√≤≥≈≠∈∉∀∃∂∇αβγδεζηθλμνξπρστφχψωΣΠΔΩ^_|·⋅")
 _MIN_FIGURE_AREA = 2500.0  # pt^2, about 5 x 5 cm... smaller images are icons and bullets
@@ -44,6 +51,8 @@ def caption_blocks(blocks: list[TextBlock]) -> list[tuple[str, str, TextBlock]]:
     out = []
     for b in blocks:
         m = CAPTION.match(b.text)
+        if m and not m.group(3) and (m.group(4) or "").lower() in _REFERENCE_VERBS:
+            continue
         if m:
             word = m.group(1).lower()
             kind = "table" if word.startswith("tab") else "figure"
@@ -76,11 +85,11 @@ def detect_tables(page: pymupdf.Page) -> list[tuple[BBox, str]]:
     except Exception:  # find_tables can fail on odd pages; a page without tables is fine
         return out
     for t in found.tables:
-        try:
-            rows = t.extract()
+        try:  # cell text from the page's text box: Table.extract() can scramble glyph order
+            cells = [[" ".join(page.get_textbox(pymupdf.Rect(c)).split()) if c else "" for c in row.cells]
+                     for row in t.rows]
         except Exception:
-            rows = []
-        cells = [[(c or "").replace("\n", " ").strip() for c in row] for row in rows]
+            cells = []
         if len(cells) < 2 or max((len(r) for r in cells), default=0) < 2:
             continue
         text = "\n".join(" | ".join(r) for r in cells)
@@ -130,6 +139,9 @@ def detect_equations(blocks: list[TextBlock], page_width: float) -> list[TextBlo
 
 
 def citation_sentences(block: TextBlock) -> list[str]:
+    """Sentences of the block that carry a citation marker; bibliography entries are not contexts."""
+    if _REFERENCE_ENTRY.match(block.text):
+        return []
     text = " ".join(block.text.split())
     out = []
     for s in _SENTENCE.split(text):

@@ -1,0 +1,116 @@
+"""PDF -> Document: text blocks with fonts, section paths, evidence objects, OCR for image-only pages."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from pathlib import Path
+
+import pymupdf
+
+from trident_local.docs.model import Document, Page, TextBlock, TocEntry
+from trident_local.docs.objects import detect_objects
+from trident_local.docs.pdf_open import content_hash, open_pdf
+from trident_local.docs.sections import assign_section_paths
+from trident_local.models.protocols import OCREngine
+
+log = logging.getLogger(__name__)
+
+MIN_TEXT_CHARS = 20  # below this a page is treated as having no text layer
+OCR_DPI = 200
+
+
+def _blocks(page: pymupdf.Page) -> list[TextBlock]:
+    """Text blocks in reading order with their dominant (character-weighted) font size and weight."""
+    out: list[TextBlock] = []
+    data = page.get_text("dict", sort=True, flags=pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_IMAGES)
+    for b in data.get("blocks", []):
+        if b.get("type") != 0:
+            continue
+        lines, sizes, bold_chars, n_chars = [], Counter(), 0, 0
+        for line in b.get("lines", []):
+            spans = line.get("spans", [])
+            lines.append("".join(s.get("text", "") for s in spans))
+            for s in spans:
+                n = len(s.get("text", "").strip())
+                sizes[round(s.get("size", 0.0), 1)] += n
+                n_chars += n
+                if s.get("flags", 0) & 16 or "bold" in s.get("font", "").lower():
+                    bold_chars += n
+        text = "\n".join(ln.strip() for ln in lines).strip()
+        if not text:
+            continue
+        size = sizes.most_common(1)[0][0] if sizes else 0.0
+        out.append(TextBlock(text=text, bbox=tuple(round(v, 2) for v in b["bbox"]), font_size=size,
+                             bold=n_chars > 0 and bold_chars / n_chars > 0.6))
+    return out
+
+
+def _ocr_page(page: pymupdf.Page, ocr: OCREngine) -> str:
+    from PIL import Image
+
+    pix = page.get_pixmap(dpi=OCR_DPI)
+    image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples) if pix.n == 3 else Image.frombytes(
+        "RGB", (pix.width, pix.height), pymupdf.Pixmap(pymupdf.csRGB, pix).samples)
+    return ocr.ocr(image).strip()
+
+
+def ingest_pdf(path: str | Path, *, ocr: OCREngine | None = None, doc_id: str | None = None) -> Document:
+    """Read one PDF into a :class:`Document`. Raises IngestError with a one-line reason on bad input.
+
+    ``ocr``: used for pages without a text layer; when None (or unavailable) such
+    pages are kept as image-only and a warning is recorded on the document.
+    """
+    p = Path(path)
+    pdf = open_pdf(p)
+    try:
+        meta = {k: v for k, v in (pdf.metadata or {}).items() if isinstance(v, str) and v}
+        toc = [TocEntry(level=int(lv), title=str(t), page=int(pg)) for lv, t, pg, *_ in pdf.get_toc(simple=True)]
+        doc = Document(
+            doc_id=doc_id or content_hash(p),
+            file_name=p.name,
+            path=str(p.resolve()),
+            n_pages=pdf.page_count,
+            title=meta.get("title", "").strip(),
+            metadata=meta,
+            toc=toc,
+        )
+        ocr_ok = ocr is not None and ocr.available()
+        n_image_only = 0
+        for i, page in enumerate(pdf, start=1):
+            try:
+                blocks = _blocks(page)
+            except Exception as e:  # a damaged page must not lose the document
+                doc.warnings.append(f"page {i}: text extraction failed ({e})")
+                blocks = []
+            text = "\n\n".join(b.text for b in blocks)
+            n_images = len(page.get_images(full=False))
+            pg = Page(number=i, text=text, width=page.rect.width, height=page.rect.height,
+                      blocks=blocks, n_images=n_images)
+            if len(text.strip()) < MIN_TEXT_CHARS:
+                if ocr_ok:
+                    try:
+                        pg.text = _ocr_page(page, ocr)  # type: ignore[arg-type]
+                        pg.ocr = True
+                    except Exception as e:
+                        doc.warnings.append(f"page {i}: OCR failed ({e})")
+                        pg.image_only = True
+                else:
+                    pg.image_only = True
+                    n_image_only += 1
+            else:
+                try:
+                    pg.objects = detect_objects(page, i, blocks)
+                except Exception as e:
+                    doc.warnings.append(f"page {i}: object detection failed ({e})")
+            doc.pages.append(pg)
+        if n_image_only:
+            doc.warnings.append(f"{n_image_only} page(s) have no text layer and no OCR: indexed as image-only")
+        if not doc.title:
+            first = doc.pages[0].blocks if doc.pages else []
+            if first:
+                doc.title = max(first[:8], key=lambda b: b.font_size).text.replace("\n", " ")[:200]
+        assign_section_paths(doc.pages, doc.toc)
+        return doc
+    finally:
+        pdf.close()

@@ -1,0 +1,83 @@
+"""The pool protocol, the Hit record, and the pool registry."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from trident_local.errors import TridentError
+
+if TYPE_CHECKING:
+    from trident_local.docs.model import Document
+    from trident_local.store.index_store import IndexStore
+
+
+@dataclass
+class Hit:
+    """One retrieved page. ``page`` is 1-based."""
+
+    doc_id: str
+    page: int
+    score: float
+    pool: str = ""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.doc_id, self.page)
+
+
+class Pool(Protocol):
+    """A page retriever over an index.
+
+    ``prepare(doc)`` computes per-document features into the index (idempotent,
+    resumable per document); ``build()`` (re)builds the global structure from the
+    prepared documents; ``retrieve`` returns the top-k pages of the given
+    documents (all when ``doc_ids`` is None), best first.
+    """
+
+    name: ClassVar[str]
+    needs_prepare: ClassVar[bool]
+
+    def prepare(self, doc: Document) -> None: ...
+
+    def build(self) -> None: ...
+
+    def is_stale(self) -> bool: ...
+
+    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]: ...
+
+
+_POOLS: dict[str, str] = {
+    "bm25": "trident_local.retrieve.bm25:BM25Pool",
+    "dense": "trident_local.retrieve.dense:DensePool",
+    "rrf": "trident_local.retrieve.rrf:RRFPool",
+    "colpali": "trident_local.retrieve.colpali:ColPaliPool",
+    "xkg": "trident_local.retrieve.xkg:XKGPool",
+}
+
+
+def pool_names() -> list[str]:
+    return list(_POOLS)
+
+
+def register_pool(name: str, target: str) -> None:
+    _POOLS[name] = target
+
+
+def get_pool(name: str, store: IndexStore) -> Pool:
+    """The pool ``name`` bound to ``store``."""
+    if name not in _POOLS:
+        raise TridentError(f"unknown pool {name!r}; pools: {', '.join(_POOLS)}")
+    module, attr = _POOLS[name].split(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except ModuleNotFoundError as e:
+        raise TridentError(f"pool {name!r} is not available: {e}") from e
+    return cls(store)
+
+
+def top_k(hits: list[Hit], k: int) -> list[Hit]:
+    """Best-first, ties broken by (doc order, page) so runs are deterministic."""
+    return sorted(hits, key=lambda h: (-h.score, h.doc_id, h.page))[:k]
