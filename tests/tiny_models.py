@@ -13,7 +13,10 @@ share one build through a session-scoped tmp dir.
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 QWEN_SPECIAL = [
@@ -25,7 +28,13 @@ QWEN_SPECIAL = [
     "<|image_pad|>",
     "<|video_pad|>",
 ]
-LLAMA_SPECIAL = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+LLAMA_SPECIAL = [
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+]
 
 # The structure of Qwen2-VL / Qwen2.5-VL's published chat template (images as
 # <|vision_start|><|image_pad|><|vision_end|>), so the backend meets the same
@@ -58,7 +67,21 @@ _CORPUS = [
     "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789 .,;:!?'\"()[]{}<>-_=+*/\\|@#$%^&~`",
 ]
 
+# Weights drawn wider than the usual 0.02 so that greedy output varies with the input
+# (at 0.02 a random model repeats one token, and batching tests would prove nothing).
+INIT_STD = 0.3
+
 _BUILT: dict[tuple[str, str], Path] = {}
+_SHARED: Path | None = None
+
+
+def shared_dir() -> Path:
+    """One temp folder per test process, so every test module reuses the same tiny builds."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = Path(tempfile.mkdtemp(prefix="trident-tiny-"))
+        atexit.register(shutil.rmtree, _SHARED, True)
+    return _SHARED
 
 
 def train_bpe_tokenizer(special_tokens: list[str], vocab_size: int = 400):
@@ -90,7 +113,7 @@ def _once(kind: str, out: Path, build) -> Path:
 
 
 def make_tiny_llama(dir: str | Path) -> Path:
-    """A 2-layer, 64-wide Llama with a Llama-3-style chat template (text-only chat)."""
+    """A 2-layer, 64-wide Llama (head_dim 32) with a Llama-3-style chat template (text-only chat)."""
 
     def build(out: Path) -> None:
         import torch
@@ -104,13 +127,14 @@ def make_tiny_llama(dir: str | Path) -> Path:
             hidden_size=64,
             intermediate_size=128,
             num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
             max_position_embeddings=2048,
             bos_token_id=tok.bos_token_id,
             eos_token_id=tok.eos_token_id,
             pad_token_id=tok.pad_token_id,
             tie_word_embeddings=True,
+            initializer_range=INIT_STD,
         )
         torch.manual_seed(0)
         model = LlamaForCausalLM(cfg).eval()
@@ -148,7 +172,7 @@ def _qwen_vl_ids(tok) -> dict[str, int]:
 
 
 def tiny_qwen25vl_config(vocab_size: int, token_ids: dict[str, int], eos: int, pad: int):
-    """Qwen2.5-VL at toy size: 2 text layers of 64, 2 vision blocks of 32, mrope sections [2, 3, 3]."""
+    """Qwen2.5-VL at toy size: 2 text layers and 2 vision blocks of width 64, head_dim 32 (what GPU kernels take)."""
     from transformers import Qwen2_5_VLConfig
 
     return Qwen2_5_VLConfig(
@@ -157,18 +181,19 @@ def tiny_qwen25vl_config(vocab_size: int, token_ids: dict[str, int], eos: int, p
             "hidden_size": 64,
             "intermediate_size": 128,
             "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
             "max_position_embeddings": 4096,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 6, 6]},
             "bos_token_id": pad,
             "eos_token_id": eos,
             "pad_token_id": pad,
+            "initializer_range": INIT_STD,
         },
         vision_config={
             "depth": 2,
-            "hidden_size": 32,
-            "intermediate_size": 64,
+            "hidden_size": 64,
+            "intermediate_size": 128,
             "num_heads": 2,
             "out_hidden_size": 64,
             "fullatt_block_indexes": [1],
@@ -178,6 +203,7 @@ def tiny_qwen25vl_config(vocab_size: int, token_ids: dict[str, int], eos: int, p
             "temporal_patch_size": 2,
         },
         tie_word_embeddings=True,
+        initializer_range=INIT_STD,
         **token_ids,
     )
 
@@ -198,7 +224,10 @@ def make_tiny_qwen25vl(dir: str | Path) -> Path:
         model.generation_config.pad_token_id = tok.pad_token_id
         model.save_pretrained(out)
         proc = Qwen2_5_VLProcessor(
-            image_processor=image_proc, tokenizer=tok, video_processor=video_proc, chat_template=QWEN_VL_CHAT_TEMPLATE
+            image_processor=image_proc,
+            tokenizer=tok,
+            video_processor=video_proc,
+            chat_template=QWEN_VL_CHAT_TEMPLATE,
         )
         proc.save_pretrained(out)
 
@@ -221,16 +250,21 @@ def make_tiny_colqwen2(dir: str | Path) -> Path:
                 "hidden_size": 64,
                 "intermediate_size": 128,
                 "num_hidden_layers": 2,
-                "num_attention_heads": 4,
-                "num_key_value_heads": 2,
+                "num_attention_heads": 2,
+                "num_key_value_heads": 1,
                 "max_position_embeddings": 4096,
-                "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+                "rope_parameters": {
+                    "rope_type": "default",
+                    "rope_theta": 10000.0,
+                    "mrope_section": [4, 6, 6],
+                },
+                "bos_token_id": tok.pad_token_id,
                 "eos_token_id": tok.eos_token_id,
                 "pad_token_id": tok.pad_token_id,
             },
             vision_config={
                 "depth": 2,
-                "embed_dim": 32,
+                "embed_dim": 64,
                 "hidden_size": 64,
                 "mlp_ratio": 2,
                 "num_heads": 2,
@@ -249,30 +283,91 @@ def make_tiny_colqwen2(dir: str | Path) -> Path:
     return _once("colqwen2", Path(dir), build)
 
 
+def make_tiny_colqwen25(dir: str | Path) -> Path:
+    """A tiny ColQwen2.5 (Qwen2.5-VL backbone + 128-d projection) and its ColQwen2_5_Processor."""
+
+    def build(out: Path) -> None:
+        import torch
+        from colpali_engine.models import ColQwen2_5, ColQwen2_5_Processor
+
+        tok = _qwen_vl_tokenizer()
+        image_proc, video_proc = _qwen_vl_image_processor()
+        cfg = tiny_qwen25vl_config(len(tok), _qwen_vl_ids(tok), tok.eos_token_id, tok.pad_token_id)
+        torch.manual_seed(0)
+        ColQwen2_5(cfg).eval().save_pretrained(out)
+        ColQwen2_5_Processor(
+            image_processor=image_proc, tokenizer=tok, video_processor=video_proc
+        ).save_pretrained(out)
+
+    return _once("colqwen25", Path(dir), build)
+
+
+def make_tiny_colpali(dir: str | Path) -> Path:
+    """A tiny ColPali (PaliGemma: SigLIP 28-px images -> 4 image tokens, Gemma text) and its processor."""
+
+    def build(out: Path) -> None:
+        import torch
+        from colpali_engine.models import ColPali, ColPaliProcessor
+        from transformers import PaliGemmaConfig, SiglipImageProcessor
+
+        tok = train_bpe_tokenizer(["<pad>", "<eos>", "<bos>", "<unk>", "<image>"])
+        tok.pad_token, tok.eos_token, tok.bos_token, tok.unk_token = "<pad>", "<eos>", "<bos>", "<unk>"
+        image_proc = SiglipImageProcessor(size={"height": 28, "width": 28})
+        image_proc.image_seq_length = 4  # (28 / 14) ** 2 patches
+        cfg = PaliGemmaConfig(
+            text_config={
+                "vocab_size": len(tok),
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 2,
+                "num_key_value_heads": 1,
+                "head_dim": 32,
+                "pad_token_id": tok.pad_token_id,
+                "initializer_range": INIT_STD,
+            },
+            vision_config={
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 2,
+                "image_size": 28,
+                "patch_size": 14,
+                "projection_dim": 64,
+            },
+            image_token_index=tok.convert_tokens_to_ids("<image>"),
+            projection_dim=64,
+            hidden_size=64,
+        )
+        torch.manual_seed(0)
+        ColPali(cfg).eval().save_pretrained(out)
+        ColPaliProcessor(image_processor=image_proc, tokenizer=tok).save_pretrained(out)
+
+    return _once("colpali", Path(dir), build)
+
+
 def make_tiny_bge_m3(dir: str | Path) -> Path:
     """A tiny XLM-RoBERTa saved the way BGE-M3 is (plus colbert_linear.pt and sparse_linear.pt)."""
 
     def build(out: Path) -> None:
         import torch
-        from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-        from transformers import XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizerFast
+        from transformers import XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizer
 
-        words = sorted({w.strip(".,:;!?()[]{}\"'").lower() for s in _CORPUS for w in s.split()} - {""})
-        specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-        vocab = {t: i for i, t in enumerate(specials + words)}
-        core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-        core.normalizer = normalizers.Lowercase()
-        core.pre_tokenizer = pre_tokenizers.Whitespace()
-        core.post_processor = processors.TemplateProcessing(
-            single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)]
-        )
-        tok = XLMRobertaTokenizerFast(tokenizer_object=core, model_max_length=512)
-        tok.add_special_tokens(
-            {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>", "cls_token": "<s>",
-             "sep_token": "</s>", "mask_token": "<mask>"}
-        )
+        # A Unigram vocab like XLM-R's sentencepiece one: specials, whole words, then single characters.
+        words = sorted({w.strip(".,:;!?()[]{}\"'") for s in _CORPUS for w in s.split()} - {""})
+        chars = sorted({c for s in _CORPUS for c in s if not c.isspace()})
+        pieces = [
+            ("<s>", 0.0),
+            ("<pad>", 0.0),
+            ("</s>", 0.0),
+            ("<unk>", 0.0),
+            ("<mask>", 0.0),
+            ("\u2581", -3.0),
+        ]
+        pieces += [("\u2581" + w, -2.0) for w in words] + [(c, -6.0) for c in chars]
+        tok = XLMRobertaTokenizer(vocab=pieces, model_max_length=512)
         cfg = XLMRobertaConfig(
-            vocab_size=len(vocab),
+            vocab_size=len(tok),
             hidden_size=32,
             num_hidden_layers=2,
             num_attention_heads=2,
@@ -283,7 +378,7 @@ def make_tiny_bge_m3(dir: str | Path) -> Path:
             eos_token_id=2,
         )
         torch.manual_seed(0)
-        XLMRobertaModel(cfg, add_pooling_layer=False).eval().save_pretrained(out)
+        XLMRobertaModel(cfg).eval().save_pretrained(out)
         tok.save_pretrained(out)
         torch.save(torch.nn.Linear(32, 32).state_dict(), out / "colbert_linear.pt")
         torch.save(torch.nn.Linear(32, 1).state_dict(), out / "sparse_linear.pt")
@@ -291,17 +386,30 @@ def make_tiny_bge_m3(dir: str | Path) -> Path:
     return _once("bge_m3", Path(dir), build)
 
 
-def tiny_chat_profile(tmp_path: str | Path, kind: str = "llama", backend: str = "transformers", **options) -> str:
-    """Write a chat profile .toml for a tiny model under ``tmp_path``; returns its path.
+def toml_value(v: object) -> str:
+    """A Python value as TOML (strings, numbers, booleans, lists, inline tables)."""
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {toml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return json.dumps(v)
 
-    ``build_model("chat", path)`` accepts it. ``options`` land in the profile's
-    [options] table (e.g. ``max_batch_size=2``).
+
+def tiny_chat_profile(
+    tmp_path: str | Path, kind: str = "llama", backend: str = "transformers", **options: object
+) -> str:
+    """Write a chat profile .toml under ``tmp_path`` for a tiny model; returns its path.
+
+    ``build_model("chat", path)`` accepts it. The weights are built once per
+    process in :func:`shared_dir`; ``options`` land in the profile's [options]
+    table (e.g. ``max_batch_size=2``).
     """
-    tmp_path = Path(tmp_path)
     makers = {"llama": make_tiny_llama, "qwen25vl": make_tiny_qwen25vl}
     if kind not in makers:
         raise ValueError(f"kind must be one of {sorted(makers)}")
-    weights = makers[kind](tmp_path / f"tiny-{kind}")
+    weights = makers[kind](shared_dir() / f"tiny-{kind}")
+    if backend == "transformers":
+        options.setdefault("device", "cpu")
     lines = [
         f'name = "tiny-{kind}"',
         'role = "chat"',
@@ -311,9 +419,8 @@ def tiny_chat_profile(tmp_path: str | Path, kind: str = "llama", backend: str = 
         "",
         "[options]",
     ]
-    if backend == "transformers":
-        options.setdefault("device", "cpu")
-    lines += [f"{k} = {json.dumps(v)}" for k, v in options.items()]
-    path = tmp_path / f"tiny-{kind}-{backend}.toml"
+    lines += [f"{k} = {toml_value(v)}" for k, v in options.items()]
+    path = Path(tmp_path) / f"tiny-{kind}-{backend}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return str(path)

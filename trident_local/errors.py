@@ -15,6 +15,9 @@ class IngestError(TridentError):
         self.path = path
         self.reason = reason
 
+    def __reduce__(self):  # picklable: raised in ingestion worker processes
+        return (IngestError, (self.path, self.reason))
+
 
 class IndexError_(TridentError):
     """The index directory is missing, of another schema version, or inconsistent."""

@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,12 +158,37 @@ class Index:
 
             futures: dict[str, Future] = {}
             executor = ProcessPoolExecutor(max_workers=workers) if workers > 1 and len(todo) > 1 else None
-            try:
-                for path, doc_id in todo:
+
+            def submit_pending(start: int) -> None:
+                for path, doc_id in todo[start:]:
                     entry = self.store.manifest.documents.get(doc_id)
                     if executor and not (entry and entry.stages.get("ingest")):
                         futures[doc_id] = executor.submit(_ingest_worker, str(path), doc_id, self.config.ocr)
-                for path, doc_id in todo:
+
+            def parse(i: int, path: Path, doc_id: str) -> Document:
+                """The parsed document; a worker that crashes (e.g. a MuPDF segfault) fails only its file."""
+                nonlocal executor
+                fut = futures.pop(doc_id, None)
+                if fut is None:
+                    return _ingest_worker(str(path), doc_id, self.config.ocr)
+                try:
+                    return fut.result()
+                except BrokenProcessPool:
+                    executor.shutdown(wait=False, cancel_futures=True)
+                    executor = ProcessPoolExecutor(max_workers=1)  # retry alone to find the culprit
+                    try:
+                        return executor.submit(_ingest_worker, str(path), doc_id, self.config.ocr).result()
+                    except BrokenProcessPool:
+                        raise IngestError(str(path), "the PDF parser crashed on this file") from None
+                    finally:
+                        executor.shutdown(wait=False, cancel_futures=True)
+                        executor = ProcessPoolExecutor(max_workers=workers)
+                        futures.clear()
+                        submit_pending(i + 1)
+
+            submit_pending(0)
+            try:
+                for i, (path, doc_id) in enumerate(todo):
                     t1 = time.perf_counter()
                     entry = self.store.manifest.documents.get(doc_id)
                     resumed = bool(entry and entry.stages.get("ingest"))
@@ -170,8 +196,7 @@ class Index:
                         if resumed:
                             doc = self.store.document(doc_id)
                         else:
-                            fut = futures.pop(doc_id, None)
-                            doc = fut.result() if fut else _ingest_worker(str(path), doc_id, self.config.ocr)
+                            doc = parse(i, path, doc_id)
                             self.store.write_document(doc)
                         for name, fn in stages:
                             if not self.store.manifest.documents[doc_id].stages.get(name):

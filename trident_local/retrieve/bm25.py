@@ -56,13 +56,15 @@ class BM25Pool:
                 rows.append((doc_id, p.number))
                 texts.append(page_passage(p) or " ")
         tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
-        retriever = bm25s.BM25()
-        retriever.index(tokens, show_progress=False)
         tmp = self.dir.with_name(self.name + ".tmp")
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
-        retriever.save(str(tmp))
+        tmp.mkdir(parents=True)
+        if tokens.vocab:  # bm25s cannot index a corpus without a single term (e.g. only scanned pages)
+            retriever = bm25s.BM25()
+            retriever.index(tokens, show_progress=False)
+            retriever.save(str(tmp))
         atomic_write_json(tmp / "rows.json", rows)
         shutil.rmtree(self.dir, ignore_errors=True)
         tmp.rename(self.dir)
@@ -71,13 +73,13 @@ class BM25Pool:
         self._retriever = None
 
     def _load(self) -> None:
-        if self._retriever is not None:
+        if self._retriever is not None:  # False = loaded, but the corpus has no terms
             return
         import bm25s
 
         if self.is_stale():
             self.build()
-        self._retriever = bm25s.BM25.load(str(self.dir))
+        self._retriever = bm25s.BM25.load(str(self.dir)) if (self.dir / "params.index.json").exists() else False
         self._rows = [tuple(r) for r in read_json(self.dir / "rows.json")]
         by_doc: dict[str, list[int]] = {}
         for i, (d, _) in enumerate(self._rows):
@@ -91,7 +93,7 @@ class BM25Pool:
         self._load()
         q = bm25s.tokenize([query], stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False)
         terms = q[0] if q and q[0] else []
-        if not terms:
+        if not terms or not self._retriever:
             return np.zeros(len(self._rows), dtype=np.float32)
         return np.asarray(self._retriever.get_scores(terms), dtype=np.float32)
 

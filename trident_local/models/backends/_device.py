@@ -6,7 +6,7 @@ from typing import Any
 
 
 def pick_device(device: str = "auto") -> str:
-    """"auto" -> "cuda" when torch sees a GPU, else "cpu"; anything else is passed through."""
+    """ "auto" -> "cuda" when torch sees a GPU, else "cpu"; anything else is passed through."""
     if device != "auto":
         return device
     import torch
@@ -24,7 +24,13 @@ def torch_dtype(dtype: str, device: str) -> Any:
 
     if dtype in ("auto", "", None):
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    aliases = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
+    aliases = {
+        "bf16": "bfloat16",
+        "fp16": "float16",
+        "half": "float16",
+        "fp32": "float32",
+        "float": "float32",
+    }
     name = aliases.get(dtype, dtype)
     dt = getattr(torch, name, None)
     if not isinstance(dt, torch.dtype):

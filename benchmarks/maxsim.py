@@ -1,0 +1,274 @@
+"""MaxSim throughput, peak memory and error: kernels vs colpali-engine vs a plain einsum.
+
+ColPali-shaped random data (queries 32 x 128, pages 1,030 x 128, unit-norm tokens; each
+query is a noisy copy of tokens from one page so rankings have a real top). All methods
+run in this one process, interleaved, ``--repeats`` times each; the best time counts
+(other jobs share the machine: the minimum is the least disturbed run).
+
+Peak memory is measured separately, one fresh subprocess per (config, method): the
+subprocess builds the same data, then a thread samples RSS (/proc/self/statm) every
+0.5 ms while the method runs once; the figure is peak RSS minus RSS just before the call.
+A fresh process matters: after one method frees its buffers, glibc keeps some of that
+memory resident, which would hide the next method's allocations. tracemalloc is useless
+here (it does not see torch's allocator).
+
+    .venv/bin/python benchmarks/maxsim.py --pages 1000 --dtypes fp32 bf16 fp16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernels import PackedPages, maxsim, maxsim_int8, quantize_pages  # noqa: E402
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+METHODS = ("ours", "ours_native", "ours_int8", "colpali_engine", "einsum")
+
+
+def make_data(
+    n_pages: int,
+    n_queries: int,
+    page_tokens: int,
+    query_tokens: int,
+    dim: int,
+    dtype: torch.dtype,
+    seed: int = 0,
+) -> tuple[list[torch.Tensor], PackedPages]:
+    """Unit-norm random pages (packed, in ``dtype``) and queries drawn from random pages."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.empty(n_pages * page_tokens, dim, dtype=dtype)
+    chunk = 1 << 18
+    for start in range(0, tokens.shape[0], chunk):
+        rows = min(chunk, tokens.shape[0] - start)
+        tokens[start : start + rows] = torch.nn.functional.normalize(
+            torch.randn(rows, dim, generator=g), dim=-1
+        )
+    offsets = np.arange(n_pages + 1, dtype=np.int64) * page_tokens
+    queries = []
+    for _ in range(n_queries):
+        page = int(torch.randint(n_pages, (1,), generator=g))
+        rows = torch.randint(page_tokens, (query_tokens,), generator=g) + page * page_tokens
+        noisy = tokens[rows].float() + 0.05 * torch.randn(query_tokens, dim, generator=g)
+        queries.append(torch.nn.functional.normalize(noisy, dim=-1).to(dtype))
+    return queries, PackedPages(tokens, offsets)
+
+
+def exact_scores(queries: list[torch.Tensor], pages: PackedPages, chunk_pages: int = 256) -> torch.Tensor:
+    """float64 MaxSim of the (already rounded) inputs, a chunk of pages at a time."""
+    q64 = [q.double() for q in queries]
+    parts = []
+    for start in range(0, pages.n_pages, chunk_pages):
+        view = pages.view(start, start + chunk_pages)
+        parts.append(maxsim(q64, PackedPages(view.tokens.double(), view.offsets)))
+    return torch.cat(parts, dim=1)
+
+
+def einsum_scores(queries: list[torch.Tensor], pages: PackedPages) -> torch.Tensor:
+    """The obvious implementation: one fp32 einsum per page, no padding, no blocking."""
+    q = torch.stack(queries).float()  # equal query lengths here
+    out = torch.empty(q.shape[0], pages.n_pages)
+    for j in range(pages.n_pages):
+        out[:, j] = torch.einsum("qnd,sd->qns", q, pages.page(j).float()).amax(2).sum(1)
+    return out
+
+
+def make_methods(queries: list[torch.Tensor], pages: PackedPages) -> dict[str, Callable[[], torch.Tensor]]:
+    from colpali_engine.utils.processing_utils import BaseVisualRetrieverProcessor
+
+    page_list = [pages.page(j) for j in range(pages.n_pages)]  # views, no copy
+    int8_pages = quantize_pages(pages)  # index-time work, not timed
+    return {
+        "ours": lambda: maxsim(queries, pages),
+        "ours_native": lambda: maxsim(queries, pages, precision="native"),
+        "ours_int8": lambda: maxsim_int8(queries, int8_pages),
+        "colpali_engine": lambda: BaseVisualRetrieverProcessor.score_multi_vector(
+            queries, page_list, device="cpu"
+        ),
+        "einsum": lambda: einsum_scores(queries, pages),
+    }
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_rss_delta(fn: Callable[[], object], interval_s: float = 5e-4) -> int:
+    """Peak RSS while ``fn`` runs, minus RSS just before (see module doc)."""
+    base = peak = rss_bytes()
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, rss_bytes())
+            time.sleep(interval_s)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        fn()
+    finally:
+        done.set()
+        thread.join()
+    return max(peak, rss_bytes()) - base
+
+
+def memory_probe(args: argparse.Namespace) -> None:
+    """Subprocess entry: one method, one call, print the RSS delta as JSON."""
+    queries, pages = make_data(args.pages[0], args.queries, args.page_tokens, args.query_tokens, args.dim,
+                               DTYPES[args.dtypes[0]], args.seed)  # fmt: skip
+    make_methods(queries[:2], pages.view(0, 8))[args.probe]()  # one-time library set-up is not the method's
+    methods = make_methods(queries, pages)
+    print(json.dumps({"peak_bytes": peak_rss_delta(methods[args.probe])}))
+
+
+def measure_memory(args: argparse.Namespace, n_pages: int, dtype: str, method: str) -> int | None:
+    cmd = [sys.executable, __file__, "--probe", method, "--pages", str(n_pages), "--dtypes", dtype,
+           "--queries", str(args.queries), "--page-tokens", str(args.page_tokens),
+           "--query-tokens", str(args.query_tokens), "--dim", str(args.dim), "--seed", str(args.seed)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"  memory probe {method} failed: {proc.stderr[-500:]}", file=sys.stderr)
+        return None
+    return int(json.loads(proc.stdout.strip().splitlines()[-1])["peak_bytes"])
+
+
+def recall_at(k: int, scores: torch.Tensor, exact: torch.Tensor) -> float:
+    k = min(k, exact.shape[1])
+    got, want = scores.topk(k, dim=1).indices, exact.topk(k, dim=1).indices
+    return float(
+        np.mean([len(set(a.tolist()) & set(b.tolist())) / k for a, b in zip(got, want, strict=True)])
+    )
+
+
+def run_config(args: argparse.Namespace, n_pages: int, dtype: str) -> list[dict]:
+    queries, pages = make_data(n_pages, args.queries, args.page_tokens, args.query_tokens, args.dim,
+                               DTYPES[dtype], args.seed)  # fmt: skip
+    methods = {m: fn for m, fn in make_methods(queries, pages).items() if m in args.methods}
+    warm_q, warm_p = queries[:2], pages.view(0, min(8, n_pages))
+    for name in methods:  # first-call costs (oneDNN kernel selection, thread pools)
+        make_methods(warm_q, warm_p)[name]()
+    times: dict[str, list[float]] = {m: [] for m in methods}
+    results: dict[str, torch.Tensor] = {}
+    for _ in range(args.repeats):  # interleaved: slow phases of other jobs hit every method
+        for name, fn in methods.items():
+            start = time.perf_counter()
+            results[name] = fn()
+            times[name].append(time.perf_counter() - start)
+    exact = exact_scores(queries, pages)
+    del methods, pages, queries
+    rows = []
+    for name, ts in times.items():
+        err = (results[name].double() - exact).abs()
+        rows.append({
+            "pages": n_pages, "dtype": dtype, "method": name, "queries": args.queries,
+            "seconds_best": min(ts), "seconds_median": statistics.median(ts),
+            "pages_per_s": n_pages / min(ts),
+            "max_abs_err": float(err.max()), "mean_abs_err": float(err.mean()),
+            "recall@1": recall_at(1, results[name], exact), "recall@10": recall_at(10, results[name], exact),
+            "peak_mem_mb": None,
+        })  # fmt: skip
+    if not args.no_memory:
+        for row in rows:
+            peak = measure_memory(args, n_pages, dtype, row["method"])
+            row["peak_mem_mb"] = None if peak is None else peak / 2**20
+    base = next((r for r in rows if r["method"] == "colpali_engine"), None)
+    for row in rows:
+        if base:
+            row["speedup_vs_colpali_engine"] = base["seconds_best"] / row["seconds_best"]
+            if row["peak_mem_mb"] is not None and base["peak_mem_mb"]:
+                row["memory_ratio_vs_colpali_engine"] = row["peak_mem_mb"] / base["peak_mem_mb"]
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    head = (f"{'pages':>6} {'dtype':>5} {'method':<15} {'best s':>8} {'pages/s':>9} {'x colpali':>9} "
+            f"{'peak MiB':>9} {'mem ratio':>9} {'max|err|':>9} {'R@1':>5} {'R@10':>5}")  # fmt: skip
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        mem = "-" if r["peak_mem_mb"] is None else f"{r['peak_mem_mb']:.1f}"
+        ratio = r.get("memory_ratio_vs_colpali_engine")
+        print(f"{r['pages']:>6} {r['dtype']:>5} {r['method']:<15} {r['seconds_best']:>8.3f} {r['pages_per_s']:>9.0f} "
+              f"{r.get('speedup_vs_colpali_engine', float('nan')):>9.2f} {mem:>9} "
+              f"{'-' if ratio is None else f'{ratio:.3f}':>9} {r['max_abs_err']:>9.2e} "
+              f"{r['recall@1']:>5.2f} {r['recall@10']:>5.2f}")  # fmt: skip
+
+
+def summary(rows: list[dict]) -> dict:
+    """Headline numbers for our default path ("ours": fp32 accumulation, exact products)."""
+    ours = [r for r in rows if r["method"] == "ours"]
+    key = lambda r: f"{r['pages']}/{r['dtype']}"  # noqa: E731
+    speed = {key(r): r.get("speedup_vs_colpali_engine") for r in ours}
+    memory = {key(r): r.get("memory_ratio_vs_colpali_engine") for r in ours}
+    errors = {key(r): r["max_abs_err"] for r in ours}
+    return {
+        "speedup_vs_colpali_engine": {"min": min((v for v in speed.values() if v), default=None), **speed},
+        "memory_ratio_vs_colpali_engine": {
+            "max": max((v for v in memory.values() if v), default=None),
+            **memory,
+        },
+        "max_abs_err": {"max": max(errors.values(), default=None), **errors},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pages", type=int, nargs="+", default=[1000])
+    parser.add_argument("--dtypes", nargs="+", default=["fp32", "bf16", "fp16"], choices=list(DTYPES))
+    parser.add_argument("--queries", type=int, default=16)
+    parser.add_argument("--page-tokens", type=int, default=1030)
+    parser.add_argument("--query-tokens", type=int, default=32)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-memory", action="store_true", help="skip the per-method memory subprocesses")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/maxsim.json"))
+    parser.add_argument("--probe", choices=METHODS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.probe:
+        memory_probe(args)
+        return
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
+          f"cpu capability {torch.backends.cpu.get_cpu_capability()}; {args.queries} queries x {args.query_tokens} "
+          f"tokens, pages {args.page_tokens} x {args.dim}")  # fmt: skip
+    rows = []
+    for n_pages in args.pages:
+        for dtype in args.dtypes:
+            print(f"running pages={n_pages} dtype={dtype} ...", flush=True)
+            rows.extend(run_config(args, n_pages, dtype))
+    print_table(rows)
+    report = {
+        **summary(rows),
+        "rows": rows,
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "probe"},
+        "machine": {"torch": torch.__version__, "threads": torch.get_num_threads(),
+                    "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpus": os.cpu_count()},
+        "notes": "best of --repeats interleaved runs; peak memory = RSS delta in a fresh subprocess per method",
+    }  # fmt: skip
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Blocked MaxSim in plain torch: the CPU path (and the fallback on any device).
+
+One GEMM per (page block, query chunk) into a cache-sized tile, then a segmented max
+over each page's token rows and a sum over each query's rows. Nothing larger than one
+tile is ever materialised, and pages are read straight from the packed (possibly
+memory-mapped) token matrix, never padded.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+
+from kernels.blocks import block_tokens_for, plan_blocks, segment_max_rows, sum_query_rows
+from kernels.packed import PackedPages, as_tensor, gather_tokens
+from kernels.queries import PackedQueries
+
+Precision = Literal["fp32", "native"]
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+# Query tokens per GEMM: enough rows to keep the GEMM efficient, few enough that the
+# [block_tokens, rows] tile stays cache-sized.
+MAX_QUERY_ROWS = 1024
+
+
+@functools.cache
+def cpu_has_fast_bf16() -> bool:
+    """True when this CPU multiplies bf16 natively (AMX or AVX512-BF16), per /proc/cpuinfo."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def compute_dtype(page_dtype: torch.dtype, query_dtype: torch.dtype, precision: Precision) -> torch.dtype:
+    """fp32 unless asked for "native" low precision on 16-bit pages (or everything is fp64).
+
+    "native" runs the GEMM in the pages' dtype: the hardware accumulates each dot product
+    in fp32 (AMX/AVX512-BF16, tensor cores) but rounds it to 16 bits before the max. The
+    sum over query tokens is fp32 in every mode.
+    """
+    if precision not in ("fp32", "native"):
+        raise ValueError(f"precision must be 'fp32' or 'native', got {precision!r}")
+    if page_dtype == torch.float64 and query_dtype == torch.float64:
+        return torch.float64
+    if precision == "native" and page_dtype in LOW_PRECISION:
+        return page_dtype
+    return torch.float32
+
+
+def columns(positions: np.ndarray) -> slice | torch.Tensor:
+    """A slice when the output columns are one ascending run (cheap assignment)."""
+    if positions.size and positions[-1] - positions[0] + 1 == positions.size:
+        return slice(int(positions[0]), int(positions[-1]) + 1)
+    return torch.from_numpy(positions)
+
+
+def maxsim_torch(
+    queries: PackedQueries,
+    pages: PackedPages,
+    page_ids: np.ndarray,
+    *,
+    precision: Precision = "fp32",
+    block_tokens: int | None = None,
+) -> torch.Tensor:
+    """Scores ``[n_queries, len(page_ids)]`` fp32; empty pages and empty queries score 0."""
+    device = pages.device
+    out = torch.zeros(queries.n_queries, page_ids.size, dtype=torch.float32, device=device)
+    if queries.tokens.shape[0] == 0 or page_ids.size == 0:
+        return out
+    if queries.dim != pages.dim:
+        raise ValueError(f"query dim {queries.dim} != page dim {pages.dim}")
+    dtype = compute_dtype(pages.torch_dtype, queries.tokens.dtype, precision)
+    chunks = []
+    for start, stop in queries.chunks(MAX_QUERY_ROWS):
+        chunk = queries.select(start, stop)
+        if chunk.tokens.shape[0] == 0:
+            continue  # only empty queries: their scores stay 0
+        rows = chunk.tokens.to(device=device, dtype=dtype).contiguous()
+        chunks.append((start, stop, rows, chunk.lengths, chunk.uniform_length(), chunk.row_query_ids()))
+    if not chunks:
+        return out
+    budget = block_tokens or block_tokens_for(max(c[2].shape[0] for c in chunks))
+    for block in plan_blocks(pages.lengths, page_ids, budget):
+        tokens = as_tensor(gather_tokens(pages.tokens, pages.offsets, block.page_ids))
+        tokens = tokens.to(device=device, dtype=dtype)
+        cols = columns(block.positions)
+        uniform = block.uniform_length
+        for start, stop, rows, q_lengths, q_uniform, row_ids in chunks:
+            sims = tokens @ rows.T  # [block tokens, query rows]
+            page_max = segment_max_rows(sims, block.lengths, uniform)
+            out[start:stop, cols] = sum_query_rows(page_max, q_lengths, q_uniform, row_ids)
+    return out

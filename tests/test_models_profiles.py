@@ -1,0 +1,197 @@
+"""Profiles: loading, weights checks and their error messages, overrides, the CLI, vllm serve args."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from trident_local.errors import ModelNotFoundError, TridentError
+from trident_local.models import registry
+from trident_local.models.profiles import (
+    ModelProfile,
+    backend_options,
+    build_model,
+    list_profiles,
+    load_profile,
+    models_dir,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = {
+    "qwen2.5-vl-7b-instruct": ("chat", "vllm", "Qwen/Qwen2.5-VL-7B-Instruct"),
+    "qwen2.5-vl-3b-instruct": ("chat", "vllm", "Qwen/Qwen2.5-VL-3B-Instruct"),
+    "llama-3-8b-instruct": ("chat", "vllm", "meta-llama/Meta-Llama-3-8B-Instruct"),
+    "llama-3.1-8b-instruct": ("chat", "vllm", "meta-llama/Llama-3.1-8B-Instruct"),
+    "colqwen2.5": ("multivector", "colpali", "vidore/colqwen2.5-v0.2"),
+    "colpali-v1.3": ("multivector", "colpali", "vidore/colpali-v1.3"),
+    "bge-m3": ("embedder", "bge-m3", "BAAI/bge-m3"),
+    "minilm": ("embedder", "sentence-transformers", "sentence-transformers/all-MiniLM-L6-v2"),
+    "tesseract": ("ocr", "tesseract", ""),
+    "vllm-server": ("chat", "openai", ""),
+}
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_every_shipped_profile_loads_and_names_a_registered_backend() -> None:
+    assert models_dir() == REPO / "models"
+    names = {p.name for p in list_profiles()}
+    assert set(SHIPPED) <= names
+    for name, (role, backend, hf_id) in SHIPPED.items():
+        p = load_profile(name)
+        assert (p.role, p.backend, p.hf_id) == (role, backend, hf_id)
+        for r in p.roles:
+            assert (r, p.backend) in registry.available(r)
+
+
+def test_local_weights_default_to_models_name_folder() -> None:
+    p = load_profile("qwen2.5-vl-7b-instruct")
+    assert p.weights_path() == REPO / "models" / "qwen2.5-vl-7b-instruct"
+    assert p.engine_args["limit_mm_per_prompt"] == {"image": 6}
+    assert p.engine_args["mm_processor_kwargs"]["max_pixels"] == 1280 * 28 * 28
+    assert load_profile("bge-m3").roles == ["embedder", "sparse"]
+
+
+def test_none_profile_means_no_model() -> None:
+    assert build_model("chat", "none") is None
+    assert build_model("embedder", "None") is None
+    assert build_model("chat", None) is None
+
+
+def test_missing_weights_error_says_what_to_put_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRIDENT_MODELS_DIR", str(tmp_path))
+    write(
+        tmp_path / "big.toml",
+        'role = "chat"\nbackend = "transformers"\nweights = "big"\nhf_id = "org/Big-7B"\n',
+    )
+    with pytest.raises(ModelNotFoundError) as e:
+        build_model("chat", "big")
+    msg = str(e.value)
+    assert str(tmp_path / "big") in msg and "org/Big-7B" in msg and "huggingface-cli download" in msg
+    # a folder with a config but no weights: the message lists the missing files
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "config.json").write_text("{}")
+    with pytest.raises(ModelNotFoundError, match=r"\*\.safetensors"):
+        build_model("chat", "big")
+
+
+def test_profile_by_path_role_check_and_unknown_keys(tmp_path: Path) -> None:
+    path = write(tmp_path / "x.toml", 'role = "ocr"\nbackend = "tesseract"\n')
+    assert load_profile(path).name == "x"
+    with pytest.raises(TridentError, match="not 'chat'"):
+        build_model("chat", path)
+    bad = write(tmp_path / "bad.toml", 'role = "ocr"\nbackend = "tesseract"\nwieghts = "x"\n')
+    with pytest.raises(TridentError, match="unknown profile keys"):
+        load_profile(bad)
+    with pytest.raises(TridentError, match="known profiles"):
+        load_profile("no-such-profile")
+
+
+def test_options_overrides_and_per_backend_tables(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "ocr.toml",
+        'role = "ocr"\nbackend = "tesseract"\n[options]\nlang = "deu"\n[options.tesseract]\npsm = 6\n'
+        "[options.vllm]\ntensor_parallel_size = 2\n",
+    )
+    p = load_profile(path)
+    assert backend_options(p) == {"lang": "deu", "psm": 6}
+    ocr = build_model("ocr", path, timeout_s=5.0)
+    assert (ocr.lang, ocr.psm, ocr.timeout_s) == ("deu", 6, 5.0)
+    with pytest.raises(TridentError, match="has no option"):
+        build_model("ocr", path, temprature=0.1)
+
+
+def test_packaged_weights_resolve_inside_site_packages() -> None:
+    p = load_profile("minilm")
+    assert p.is_packaged and p.weights_present()
+    assert (p.weights_path() / "config.json").is_file()
+
+
+def test_trident_models_list_table_and_json(tmp_path: Path) -> None:
+    from trident_local.cli import app
+
+    res = CliRunner().invoke(app, ["models", "list", "--json", "-"])
+    assert res.exit_code == 0, res.output
+    rows = {r["profile"]: r for r in json.loads(res.output)}
+    assert rows["minilm"]["present"] is True and rows["minilm"]["packaged"] is True
+    assert rows["qwen2.5-vl-7b-instruct"]["present"] is False
+    assert rows["qwen2.5-vl-7b-instruct"]["weights"].endswith("models/qwen2.5-vl-7b-instruct")
+    res = CliRunner().invoke(app, ["models", "list"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "qwen2.5-vl-7b-instruct" in res.output and "present" in res.output
+
+
+def _fake_weights(tmp_path: Path) -> str:
+    w = tmp_path / "qwen"
+    w.mkdir()
+    (w / "config.json").write_text(json.dumps({"vision_config": {}}))
+    (w / "model.safetensors").write_bytes(b"")
+    src = (REPO / "models" / "qwen2.5-vl-7b-instruct.toml").read_text()
+    return write(
+        tmp_path / "qwen.toml", src.replace('weights = "qwen2.5-vl-7b-instruct"', 'weights = "qwen"')
+    )
+
+
+def test_vllm_serve_args_follow_the_profile(tmp_path: Path) -> None:
+    from trident_local.models.vllm_serve import serve_args
+
+    args = serve_args(_fake_weights(tmp_path))
+    assert args[0] == str(tmp_path / "qwen") and args[1:3] == ["--served-model-name", "qwen"]
+    joined = " ".join(args)
+    for flag in (
+        "--dtype bfloat16",
+        "--tensor-parallel-size 1",
+        "--max-model-len 16384",
+        "--gpu-memory-utilization 0.9",
+        '--limit-mm-per-prompt {"image":6}',
+        '--mm-processor-kwargs {"max_pixels":1003520,"min_pixels":200704}',
+        "--enable-prefix-caching",
+    ):
+        assert flag in joined
+    with pytest.raises(ModelNotFoundError):
+        serve_args("qwen2.5-vl-7b-instruct")  # no weights in models/ here
+    with pytest.raises(TridentError, match="chat profiles"):
+        serve_args("minilm")
+
+
+def test_serve_vllm_script_execs_vllm_serve_with_the_profile_args(tmp_path: Path) -> None:
+    """The launcher with a stand-in `vllm` executable that prints the argv it got."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "vllm"
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "PYTHON": sys.executable}
+    script = str(REPO / "scripts" / "serve_vllm.sh")
+    res = subprocess.run(
+        [script, _fake_weights(tmp_path), "--port", "8123"], env=env, capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
+    argv = res.stdout.splitlines()
+    assert argv[:2] == ["serve", str(tmp_path / "qwen")]
+    assert argv[-2:] == ["--port", "8123"] and '{"image":6}' in argv
+    res = subprocess.run([script, "qwen2.5-vl-7b-instruct"], env=env, capture_output=True, text=True)
+    assert res.returncode == 2 and "huggingface-cli download Qwen/Qwen2.5-VL-7B-Instruct" in res.stderr
+
+
+def test_profile_dataclass_contract() -> None:
+    p = ModelProfile(name="a", role="chat", backend="vllm", weights="")
+    assert (p.hf_id, p.dtype, p.quantization, p.options, p.engine_args, p.notes) == (
+        "",
+        "auto",
+        None,
+        {},
+        {},
+        "",
+    )
+    assert p.weights_path() is None and p.weights_present()

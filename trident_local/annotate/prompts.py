@@ -1,0 +1,77 @@
+"""Prompts and output schemas of the annotation calls (page caption + entities; concept names).
+
+Fixed instructions come first and page content last, so a backend with prefix
+caching reuses the instruction blocks across the pages of a batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trident_local.annotate.entities import ENTITY_TYPES
+
+PAGE_TEXT_CHARS = 2500
+
+PAGE_SYSTEM = (
+    "You annotate one page of a long document so that a search system can later decide whether the page "
+    "answers a question. Reply with one JSON object and nothing else."
+)
+
+CAPTION_RULES = (
+    '"caption": at most 60 words describing what is VISIBLE on the page: tables (what they tabulate), charts '
+    "(type, axes, series), figures, photos, maps, diagrams, and the layout (slide, form, two-column text). "
+    "Do not summarize the running text."
+)
+
+ENTITY_RULES = (
+    '"entities": up to 25 items {"text", "type"} copied from the page, type one of: '
+    "name (people, organizations, places, products, programs), number, date (years, dates, periods), money, "
+    "percent, ref (references such as 'Table 2', 'Figure 3', 'Section 4.1'). Prefer what a question could ask about."
+)
+
+
+def page_schema(with_caption: bool) -> dict[str, Any]:
+    entity = {
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "type": {"type": "string", "enum": list(ENTITY_TYPES)}},
+        "required": ["text", "type"],
+    }
+    props: dict[str, Any] = {"entities": {"type": "array", "items": entity}}
+    if with_caption:
+        props = {"caption": {"type": "string"}, **props}
+    return {"type": "object", "properties": props, "required": list(props)}
+
+
+def page_instructions(with_caption: bool) -> str:
+    keys = '{"caption": ..., "entities": [...]}' if with_caption else '{"entities": [...]}'
+    rules = [CAPTION_RULES, ENTITY_RULES] if with_caption else [ENTITY_RULES]
+    return f"Return {keys}.\n- " + "\n- ".join(rules)
+
+
+def page_content(number: int, section: str, text: str, objects: list[str]) -> str:
+    parts = [f"Page {number}."]
+    if section:
+        parts.append(f"Section: {section}")
+    if objects:
+        parts.append("Detected objects: " + "; ".join(objects))
+    parts.append("Page text:\n" + (text[:PAGE_TEXT_CHARS] or "(no text layer)"))
+    return "\n".join(parts)
+
+
+NAME_SYSTEM = "You name groups of related content in a document. Reply with one JSON object and nothing else."
+
+NAME_INSTRUCTIONS = (
+    'Give the group a short name (2 to 6 words) that a reader would use to refer to it. Return {"name": "..."}.'
+)
+
+NAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+
+KIND_WORDS = {"T": "a topic (frequent terms)", "E": "a bundle of entities that occur together"}
+
+
+def name_content(kind: str, members: list[str], context: str) -> str:
+    return f"The group is {KIND_WORDS[kind]}: {', '.join(members[:15])}.\nExample text: {context[:400]}"

@@ -1,0 +1,3 @@
+from trident_local.cli import main
+
+main()

@@ -1,0 +1,68 @@
+"""`trident eval qa`: MMLongBench-Doc generalized accuracy and F1 of the Trident answer path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from trident_local.cli.common import cli_command, console, err_console, write_json
+
+
+@cli_command
+def qa(
+    index_dir: Path = typer.Option(..., "--index", "-i", help="Index holding the dataset's documents."),
+    dataset: Path = typer.Option(..., help="MMLongBench-Doc samples JSON (doc_id = PDF file name)."),
+    pool: str = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg"),
+    rerank: str = typer.Option("annotated", help="none | annotated"),
+    fields: str = typer.Option("full", help="Record fields for rerank (see `trident ask --help`)."),
+    answer: str = typer.Option("auto", help="plain | lenses | auto"),
+    profile: str = typer.Option(None, help="Chat/VLM profile (default: the index's; 'none' = extractive)."),
+    limit: int = typer.Option(None, help="Only the first N questions (quick checks)."),
+    json_out: Path = typer.Option(None, "--json", help="Write the summary JSON ('-' = stdout)."),
+    run_out: Path = typer.Option(None, "--run", help="Write per-question predictions and scores as JSONL."),
+) -> None:
+    """Accuracy (mean score) and F1 over all questions, unanswerable ones included, with breakdowns."""
+    from trident_local.evaluate.mmlongbench import load_samples, resolve_records
+    from trident_local.evaluate.qa_run import run_qa
+    from trident_local.index import Index
+    from trident_local.models.profiles import build_model
+    from trident_local.store.atomic import atomic_write_text
+
+    idx = Index.open(index_dir)
+    rep = resolve_records(load_samples(dataset), idx.store)
+    for qid, doc, pages, n in rep.bad_pages:
+        err_console.print(f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages")
+    if rep.missing_docs:
+        err_console.print(f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
+                          f"{len(rep.missing_docs)} document(s) not in the index")
+    records = rep.records[:limit] if limit else rep.records
+    chat_name = profile if profile is not None else idx.config.chat
+    chat = build_model("chat", chat_name)
+    with Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task("qa", total=len(records))
+        report = run_qa(idx, records, pool=pool, rerank=rerank, fields=fields, answer=answer, chat=chat,
+                        chat_name=chat_name, on_step=lambda: progress.advance(task))
+    s = report.summary
+    table = Table(title=f"QA on {dataset.name}: {s['n']} questions ({pool}, rerank {rerank}, answer "
+                        f"{'extractive' if chat is None else answer})")
+    for col in ("accuracy", "f1", "mean K", *[f"acc {k}" for k in s["per_format"]]):
+        table.add_column(col, justify="right")
+    table.add_row(f"{s['accuracy']:.3f}", f"{s['f1']:.3f}", f"{s['mean_k']:.2f}",
+                  *[f"{v['accuracy']:.3f} ({v['n']})" for v in s["per_format"].values()])
+    console.print(table)
+    console.print(f"[dim]protocol: {s['protocol']}[/dim]")
+    write_json(json_out, {"dataset": str(dataset), "pool": pool, "rerank": rerank, "fields": fields,
+                          "answer": answer if chat is not None else "extractive", "profile": chat_name, **s,
+                          "skipped_bad_pages": len(rep.bad_pages),
+                          "skipped_missing_docs": sum(rep.missing_docs.values())})
+    if run_out:
+        import json
+
+        atomic_write_text(run_out, "".join(json.dumps(r.__dict__, ensure_ascii=False) + "\n" for r in report.rows))
+
+
+def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+    eval_app.command("qa")(qa)

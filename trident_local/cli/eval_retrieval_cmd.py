@@ -1,0 +1,89 @@
+"""`trident eval retrieval`: page-level retrieval metrics on an MMLongBench-Doc style dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from trident_local.cli.common import cli_command, err_console, human_console, write_json
+
+
+@cli_command
+def retrieval(
+    index_dir: Path = typer.Option(..., "--index", "-i", help="Index holding the dataset's documents."),
+    dataset: Path = typer.Option(..., help="MMLongBench-Doc samples JSON (doc_id = PDF file name)."),
+    pool: str = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg"),
+    k: int = typer.Option(5, min=1, help="K for Recall/Precision/F1/nDCG@K."),
+    pool_depth: int = typer.Option(20, min=1, help="M: candidate pool size (Recall@M)."),
+    rerank: str = typer.Option("none", help="none (pool top-K) | annotated (records + adaptive K <= --k)."),
+    fields: str = typer.Option("full", help="Record fields for --rerank annotated: full | caption-only | "
+                                            "drop-caption | drop-concepts | drop-entities | snippet-only."),
+    profile: str = typer.Option(None, help="Chat profile for --rerank annotated (default: the index's; "
+                                          "'none' = the no-model fused-match reranker)."),
+    limit: int = typer.Option(None, help="Only the first N answerable questions (quick checks)."),
+    json_out: Path = typer.Option(None, "--json", help="Write the summary JSON ('-' = stdout)."),
+    run_out: Path = typer.Option(None, "--run", help="Write per-question rankings as JSONL."),
+) -> None:
+    """Recall@K, Precision@K, F1@K, MRR, nDCG@K and Recall@M over the answerable questions."""
+    from trident_local.evaluate.mmlongbench import load_samples, resolve_records
+    from trident_local.evaluate.retrieval_run import run_retrieval
+    from trident_local.index import Index
+    from trident_local.store.atomic import atomic_write_text
+
+    idx = Index.open(index_dir)
+    rep = resolve_records(load_samples(dataset), idx.store)
+    for qid, doc, pages, n in rep.bad_pages:
+        err_console.print(f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages")
+    if rep.missing_docs:
+        err_console.print(f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
+                          f"{len(rep.missing_docs)} document(s) not in the index")
+    records = [r for r in rep.records if r.answerable and r.evidence_pages]
+    if limit:
+        records = records[:limit]
+    reranker, fallbacks = None, []
+    if rerank not in ("none", "annotated"):
+        err_console.print(f"[red]error:[/red] --rerank must be none or annotated, not {rerank!r}")
+        raise typer.Exit(2)
+    if rerank == "annotated":  # trident_local.rerank (Trident issue)
+        from trident_local.models.profiles import build_model
+        from trident_local.rerank import FIELD_SETS, rerank_pool
+
+        if fields not in FIELD_SETS:
+            err_console.print(f"[red]error:[/red] --fields must be one of {', '.join(FIELD_SETS)}")
+            raise typer.Exit(2)
+        chat_name = profile if profile is not None else idx.config.chat
+        chat = build_model("chat", chat_name)
+
+        def reranker(rec, hits):
+            res = rerank_pool(idx, rec.question, hits, fields=fields, chat=chat, chat_name=chat_name, k_max=k)
+            fallbacks.append(res.fallback)
+            return res.hits
+
+    with Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task(f"{pool}", total=len(records))
+        report = run_retrieval(idx, records, pool=pool, k=k, pool_depth=pool_depth, rerank=reranker,
+                               on_step=lambda: progress.advance(task))
+    s = report.summary
+    title = f"{pool}" + (f" + annotated rerank ({fields})" if rerank == "annotated" else "")
+    table = Table(title=f"{title} on {dataset.name}: {s['n']} answerable questions")
+    for key in s:
+        table.add_column(key, justify="right")
+    table.add_row(*[str(v) if isinstance(v, int) else f"{v:.3f}" for v in s.values()])
+    human_console(json_out).print(table)
+    extra = {"rerank": rerank}
+    if rerank == "annotated":
+        extra.update(fields=fields, rerank_fallbacks=int(sum(fallbacks)))
+    write_json(json_out, {"pool": pool, "k": k, "dataset": str(dataset), **s, **extra,
+                          "skipped_bad_pages": len(rep.bad_pages),
+                          "skipped_missing_docs": sum(rep.missing_docs.values())})
+    if run_out:
+        import json
+
+        atomic_write_text(run_out, "".join(json.dumps(r.__dict__) + "\n" for r in report.rows))
+
+
+def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+    eval_app.command("retrieval")(retrieval)

@@ -1,0 +1,1 @@
+"""Evaluation: dataset adapters, pure metric functions over saved runs, and run drivers."""

@@ -1,0 +1,80 @@
+"""Short-answer extraction before scoring (step 1 of the MMLongBench-Doc protocol), with a local model.
+
+The official pipeline asks GPT-4o to pull a short answer and its format out of
+the free-form reply; we ask the local chat model with our own prompt of the same
+shape. That is a protocol change, reported with every QA result. Without a
+chat model (the CPU default) the extractive answer is already short and is
+scored as is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trident_local.errors import ModelOutputError
+from trident_local.models.json_output import parse_json
+from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
+
+NOT_ANSWERABLE = "Not answerable"
+FORMATS = ("Integer", "Float", "String", "List", "None")
+
+SYSTEM = (
+    "You turn a free-form answer to a question into the short answer a grader compares with the reference. "
+    "Formats: Integer (digits only), Float (a number, no units), String (a short phrase), List (a Python-style "
+    f'list of strings, e.g. ["a", "b"]). If the reply says the document does not answer the question, the '
+    f'answer is "{NOT_ANSWERABLE}" with format None. Reply with JSON {{"answer": ..., "format": ...}} only.'
+)
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": ["string", "number", "array"]}, "format": {"type": "string",
+                                                                                "enum": list(FORMATS)}},
+    "required": ["answer", "format"],
+}
+
+PROTOCOL_NOTE = ("answers extracted by the local chat model with our prompt (official: GPT-4o few-shot); "
+                 "extractive no-model answers scored as is")
+
+
+@dataclass
+class Extraction:
+    answer: str
+    format: str
+    source: str  # "model", "as-is", or "as-is (extractor output unusable)"
+
+
+def _to_text(value: object) -> str:
+    if isinstance(value, list):
+        return repr([str(v) for v in value])
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def extraction_request(question: str, reply: str) -> ChatRequest:
+    return ChatRequest(messages=[Message("system", SYSTEM),
+                                 Message("user", f"Question: {question}\nReply: {reply}")],
+                       params=SamplingParams(max_tokens=128), json_schema=SCHEMA, tag="qa-extract")
+
+
+def parse_extraction(text: str) -> Extraction:
+    value = parse_json(text)
+    if not isinstance(value, dict) or "answer" not in value:
+        raise ModelOutputError("no answer key")
+    fmt = value.get("format") if value.get("format") in FORMATS else "String"
+    ans = _to_text(value["answer"])
+    if not ans:
+        raise ModelOutputError("empty answer")
+    return Extraction(NOT_ANSWERABLE if fmt == "None" else ans, fmt, "model")
+
+
+def extract(chat: ChatModel | None, question: str, reply: str) -> Extraction:
+    """The short answer to score; the reply itself when there is no model or its output is unusable."""
+    if chat is None:
+        return Extraction(reply, "", "as-is")
+    res = chat.chat([extraction_request(question, reply)])[0]
+    if res.error:
+        return Extraction(reply, "", "as-is (extractor call failed)")
+    try:
+        return parse_extraction(res.text)
+    except ModelOutputError:
+        return Extraction(reply, "", "as-is (extractor output unusable)")

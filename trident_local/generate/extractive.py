@@ -1,0 +1,158 @@
+"""The CPU default without a VLM: an extractive answer from the selected pages, labelled as such.
+
+Units are the sentences of each selected page and the rows of its detected
+tables. A unit scores by the IDF-weighted share of the question's terms it holds
+plus its embedding cosine with the question (and a small bonus for higher-ranked
+pages). From the best unit, a span of the type the question expects (a count, a
+percentage, an amount, a year) is returned when one is there, else the unit
+itself. When no unit shares enough with the question the answer is
+"Not answerable". Nothing is generated: every word comes from a cited page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from trident_local.annotate.entities import pattern_entities
+from trident_local.annotate.terms import idf_table, terms, weighted_overlap
+from trident_local.docs.model import Page
+from trident_local.generate.records import NOT_ANSWERABLE
+from trident_local.models.protocols import TextEmbedder
+
+W_LEX, W_COS, W_RANK = 0.6, 0.4, 0.05
+MIN_SUPPORT = 0.3  # fused score below which the pages are taken not to hold the answer
+MAX_UNIT_WORDS = 60
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(])|\n{2,}")
+_COUNT = re.compile(r"(?<![\w.,])\d{1,6}(?![\w.,%])")
+
+_EXPECT: list[tuple[str, re.Pattern[str]]] = [
+    ("percent", re.compile(r"\b(percentage|percent|share of|proportion)\b", re.I)),
+    ("money", re.compile(r"\b(how much money|cost|price|revenue|income|spend|spent|paid|salary|budget|dollars?|"
+                         r"usd)\b", re.I)),
+    ("count", re.compile(r"\b(how many|number of|count)\b", re.I)),
+    ("year", re.compile(r"\b(what year|which year|in what year|when)\b", re.I)),
+    ("number", re.compile(r"\b(how much|how long|how old|ratio|rate|average|median|score|value)\b", re.I)),
+]
+
+
+@dataclass
+class Unit:
+    text: str
+    page: int
+    rank: int  # 0 = best page
+    header: list[str] | None = None  # table rows: the header cells
+    cells: list[str] | None = None  # table rows: the row's cells
+
+
+def expected_type(question: str) -> str:
+    for name, rx in _EXPECT:
+        if rx.search(question):
+            return name
+    return "text"
+
+
+def page_units(page: Page, rank: int) -> list[Unit]:
+    units = []
+    for block in _SENT.split(page.text):
+        s = " ".join(block.split())
+        if len(s) >= 3:
+            units.append(Unit(" ".join(s.split()[:MAX_UNIT_WORDS]), page.number, rank))
+    for o in page.objects:
+        if o.type == "table" and o.text:
+            lines = o.text.splitlines()
+            header = [c.strip() for c in lines[0].split(" | ")]
+            for row in lines[1:]:
+                cells = [c.strip() for c in row.split(" | ")]
+                units.append(Unit(f"{o.label}: {lines[0]} || {row}".strip(" :"), page.number, rank, header, cells))
+    return units
+
+
+def pick_cell(unit: Unit, question: str) -> str | None:
+    """In a table row, the cell under the header the question names best (never the row label)."""
+    if not unit.header or not unit.cells or len(unit.cells) != len(unit.header) or len(unit.cells) < 2:
+        return None
+    q = set(terms(question))
+    scores = [len(q & set(terms(h))) for h in unit.header[1:]]
+    if not scores or max(scores) == 0:
+        return None
+    col = 1 + scores.index(max(scores))
+    return unit.cells[col] or None
+
+
+def _spans(unit: str, kind: str) -> list[tuple[int, str]]:
+    """(position, text) of spans of the expected kind in a unit."""
+    if kind == "count":
+        return [(m.start(), m.group(0)) for m in _COUNT.finditer(unit)
+                if not re.fullmatch(r"(19|20)\d{2}", m.group(0))]
+    types = {"percent": ("percent",), "money": ("money",), "year": ("date",), "number": ("number", "percent",
+                                                                                           "money")}[kind]
+    out = []
+    for e in pattern_entities(unit):
+        if e.type in types:
+            out.append((unit.find(e.text), e.text))
+    return out
+
+
+def pick_span(unit: str, question_terms: Sequence[str], kind: str) -> str | None:
+    """The span of the expected kind nearest to where the question's terms occur in the unit.
+
+    A value usually follows what it measures ("curtailment fell to 2.3%"), so a
+    span before an anchor counts as three times as far as one after it.
+    """
+    spans = _spans(unit, kind)
+    if not spans:
+        return None
+    low = unit.lower()
+    anchors = [(i, i + len(t)) for t in question_terms if t and (i := low.find(t)) >= 0] or [(0, 0)]
+
+    def distance(span: tuple[int, str]) -> float:
+        start, text = span
+        return min(start - end if start >= end else 3 * max(0, a_start - (start + len(text)))
+                   for a_start, end in anchors)
+
+    return min(spans, key=distance)[1]
+
+
+@dataclass
+class Extracted:
+    answer: str
+    support: str
+    page: int | None
+    score: float
+
+
+def extract_answer(question: str, pages: Sequence[Page], embedder: TextEmbedder,
+                   min_support: float = MIN_SUPPORT) -> Extracted:
+    """Best-supported unit of the pages (given best first) and the answer span taken from it."""
+    units = [u for rank, p in enumerate(pages) for u in page_units(p, rank)]
+    q_terms = terms(question)
+    if not units or not q_terms:
+        return Extracted(NOT_ANSWERABLE, "", None, 0.0)
+    unit_terms = [terms(u.text) for u in units]
+    idf = idf_table(unit_terms)
+    default = float(np.log(1.0 + len(units)))
+    lex = np.array([weighted_overlap(q_terms, t, idf, default) for t in unit_terms], dtype=np.float32)
+    vecs = embedder.encode([u.text for u in units], kind="passage")
+    cos = vecs @ embedder.encode([question], kind="query")[0]
+    rank_bonus = np.array([W_RANK / (1 + u.rank) for u in units], dtype=np.float32)
+    score = W_LEX * lex + W_COS * np.clip(cos, 0, None) + rank_bonus
+    best = int(np.argmax(score))
+    unit = units[best]
+    if float(score[best]) < min_support:
+        return Extracted(NOT_ANSWERABLE, unit.text, unit.page, float(score[best]))
+    cell = pick_cell(unit, question)
+    if cell:
+        return Extracted(cell, unit.text, unit.page, float(score[best]))
+    kind = expected_type(question)
+    if kind != "text":
+        surface = [w.lower() for w in re.findall(r"[A-Za-z]{3,}", question)]
+        for i in np.argsort(-score)[:3]:  # the best unit first, then two runners-up
+            span = pick_span(units[int(i)].text, surface, kind)
+            if span:
+                u = units[int(i)]
+                return Extracted(span, u.text, u.page, float(score[int(i)]))
+    return Extracted(unit.text, unit.text, unit.page, float(score[best]))

@@ -1,0 +1,126 @@
+"""Model answers: plain (one call), lenses (three calls in one batch) + synthesis (one call).
+
+Replies are parsed as {"answer": ...}; a reply without JSON is taken as plain
+text (a small model often forgets the wrapper), an empty or failed one counts
+as an error. Synthesis is guarded by rules the model cannot override: when all
+lenses say "Not answerable" no call is made, and a synthesized "Not answerable"
+while some lens answered is replaced by the rule pick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from trident_local.errors import ModelOutputError
+from trident_local.generate import prompts
+from trident_local.generate.records import NOT_ANSWERABLE, is_not_answerable
+from trident_local.models.json_output import parse_json
+from trident_local.models.protocols import (
+    ChatModel,
+    ChatRequest,
+    ChatResult,
+    ContentPart,
+    Message,
+    SamplingParams,
+)
+
+LENS_ORDER = ("topical", "entity", "structural")
+MAX_ANSWER_CHARS = 1000
+MAX_TOKENS = 256
+
+
+def parse_answer(res: ChatResult) -> str:
+    """The answer text of a reply; raises ModelOutputError when there is none."""
+    if res.error:
+        raise ModelOutputError(f"model call failed: {res.error}")
+    try:
+        value = parse_json(res.text)
+        text = value.get("answer") if isinstance(value, dict) else None
+        if isinstance(text, list):
+            text = str(text)
+    except ModelOutputError:
+        text = res.text
+    if not isinstance(text, str) or not text.strip():
+        raise ModelOutputError("empty answer")
+    return " ".join(text.split())[:MAX_ANSWER_CHARS]
+
+
+def _request(system: str, question: str, pages: Sequence[ContentPart], tag: str) -> ChatRequest:
+    content: list[ContentPart] = [f"Question: {question}", *pages, f"Question (again): {question}"]
+    return ChatRequest(messages=[Message("system", system), Message("user", content)],
+                       params=SamplingParams(max_tokens=MAX_TOKENS), json_schema=prompts.ANSWER_SCHEMA, tag=tag)
+
+
+def plain(chat: ChatModel, question: str, pages: Sequence[ContentPart]) -> tuple[str, list[str]]:
+    """(answer, errors); an unusable reply gives "Not answerable" and an error note."""
+    res = chat.chat([_request(prompts.PLAIN_SYSTEM, question, pages, "answer-plain")])[0]
+    try:
+        return parse_answer(res), []
+    except ModelOutputError as e:
+        return NOT_ANSWERABLE, [f"plain: {e}"]
+
+
+@dataclass
+class LensOutcome:
+    lenses: dict[str, str]
+    answer: str
+    how: str
+    errors: list[str] = field(default_factory=list)
+
+
+def _tokens(s: str) -> set[str]:
+    return set(s.lower().replace(",", "").split())
+
+
+def _agreement(a: str, others: Sequence[str]) -> float:
+    ta = _tokens(a)
+    total = 0.0
+    for b in others:
+        tb = _tokens(b)
+        if ta and tb:
+            inter = len(ta & tb)
+            total += 2 * inter / (len(ta) + len(tb))
+    return total
+
+
+def rule_pick(lenses: dict[str, str], answer_type: str) -> tuple[str, str]:
+    """The format-aware rule: numeric -> entity lens, location -> structural lens, else consensus."""
+    answered = {k: v for k, v in lenses.items() if not is_not_answerable(v)}
+    if not answered:
+        return NOT_ANSWERABLE, "all lenses: not answerable"
+    preferred = {"numeric": "entity", "location": "structural"}.get(answer_type)
+    if preferred and preferred in answered:
+        return answered[preferred], f"rule: {answer_type} question -> {preferred} lens"
+    best = max(answered, key=lambda k: (_agreement(answered[k], [v for j, v in answered.items() if j != k]),
+                                        -LENS_ORDER.index(k)))
+    return answered[best], f"rule: consensus -> {best} lens"
+
+
+def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_type: str) -> LensOutcome:
+    reqs = [_request(prompts.lens_system(name), question, pages, f"answer-lens:{name}") for name in LENS_ORDER]
+    results = chat.chat(reqs)
+    out: dict[str, str] = {}
+    errors: list[str] = []
+    for name, res in zip(LENS_ORDER, results, strict=True):
+        try:
+            out[name] = parse_answer(res)
+        except ModelOutputError as e:
+            out[name] = NOT_ANSWERABLE
+            errors.append(f"lens {name}: {e}")
+    if all(is_not_answerable(v) for v in out.values()):
+        return LensOutcome(out, NOT_ANSWERABLE, "all lenses: not answerable (no synthesis call)", errors)
+    syn = ChatRequest(
+        messages=[Message("system", prompts.SYNTHESIS_SYSTEM),
+                  Message("user", prompts.synthesis_user(question, out, answer_type))],
+        params=SamplingParams(max_tokens=MAX_TOKENS), json_schema=prompts.ANSWER_SCHEMA, tag="answer-synthesis")
+    try:
+        answer = parse_answer(chat.chat([syn])[0])
+    except ModelOutputError as e:
+        errors.append(f"synthesis: {e}")
+        answer, how = rule_pick(out, answer_type)
+        return LensOutcome(out, answer, how + " (synthesis unusable)", errors)
+    if is_not_answerable(answer):
+        answer, how = rule_pick(out, answer_type)
+        return LensOutcome(out, answer, how + " (synthesis said not answerable while a lens answered)", errors)
+    return LensOutcome(out, answer, "synthesis", errors)

@@ -1,0 +1,50 @@
+"""The answer record: text, how it was made, and the pages it cites with their record fields."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+NOT_ANSWERABLE = "Not answerable"
+EXTRACTIVE = "extractive (no model)"
+
+
+@dataclass
+class Citation:
+    """A cited page (1-based) with the annotated record fields a reader checks it against."""
+
+    doc_id: str
+    file_name: str
+    page: int
+    section: str = ""
+    visual: str = ""
+    entities: list[str] = field(default_factory=list)
+    text: str = ""
+    concept_hits: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Answer:
+    question: str
+    text: str  # the answer; "Not answerable" when the pages do not hold it
+    mode: str  # "plain:<profile>", "lenses:<profile>" or EXTRACTIVE
+    citations: list[Citation] = field(default_factory=list)
+    gate: str = ""  # why this mode (the format gate's decision)
+    lenses: dict[str, str] = field(default_factory=dict)  # lens -> its answer (lenses mode)
+    synthesis: str = ""  # how the final answer was chosen (lenses mode)
+    support: str = ""  # extractive: the supporting sentence or table row
+    support_page: int | None = None  # extractive: the page it came from
+    errors: list[str] = field(default_factory=list)  # model calls that failed or were unusable
+    seconds: float = 0.0
+
+    @property
+    def answerable(self) -> bool:
+        return not is_not_answerable(self.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def is_not_answerable(text: str) -> bool:
+    t = " ".join(text.lower().split()).strip(" .!\"'")
+    return t in ("not answerable", "unanswerable", "cannot be answered", "not answerable from the pages", "")

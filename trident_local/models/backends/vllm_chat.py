@@ -1,0 +1,194 @@
+"""vLLM offline engine: one ``LLM.chat`` call per batch, images, JSON-schema-constrained output.
+
+vllm is imported when the backend is built, never at module import, so the
+rest of the package works without the ``[gpu]`` extra. The pure functions
+(``engine_kwargs``, ``sampling_kwargs``, ``structured_output_kwargs``) hold
+the mapping from our profile and requests to vLLM's arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from trident_local.errors import TridentError
+from trident_local.models.backends._batching import run_isolating
+from trident_local.models.backends.chat_format import error_result, request_has_images, to_openai_messages
+from trident_local.models.protocols import ChatRequest, ChatResult, SamplingParams
+
+# Our profile names for quantization -> vLLM's ``quantization`` argument.
+QUANTIZATION = {
+    "bnb-4bit": "bitsandbytes",
+    "bnb-8bit": "bitsandbytes",
+    "bitsandbytes": "bitsandbytes",
+    "awq": "awq",
+    "awq_marlin": "awq_marlin",
+    "gptq": "gptq",
+    "gptq_marlin": "gptq_marlin",
+    "fp8": "fp8",
+    "compressed-tensors": "compressed-tensors",
+}
+
+
+def import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as e:
+        raise TridentError(
+            "the vllm backend needs vLLM and a CUDA GPU: pip install 'trident-local[gpu]' "
+            '(or use backend = "transformers" on CPU, or "openai" against a running server)'
+        ) from e
+    return vllm
+
+
+def engine_kwargs(
+    model: str,
+    *,
+    dtype: str = "auto",
+    quantization: str | None = None,
+    engine_args: dict[str, Any] | None = None,
+    **explicit: Any,
+) -> dict[str, Any]:
+    """Keyword arguments for ``vllm.LLM``: profile engine_args, then explicit non-None options on top."""
+    kw: dict[str, Any] = {"model": model, "dtype": dtype, "enable_prefix_caching": True}
+    if quantization:
+        q = QUANTIZATION.get(quantization.lower())
+        if q is None:
+            raise TridentError(
+                f"vllm backend: unknown quantization {quantization!r}; known: {sorted(QUANTIZATION)}"
+            )
+        kw["quantization"] = q
+    kw.update(engine_args or {})
+    kw.update({k: v for k, v in explicit.items() if v is not None})
+    mm = {k: kw.pop(k) for k in ("max_pixels", "min_pixels") if k in kw}
+    if mm:
+        kw["mm_processor_kwargs"] = {**kw.get("mm_processor_kwargs", {}), **mm}
+    return kw
+
+
+def structured_output_kwargs(schema: dict[str, Any]) -> dict[str, Any]:
+    """SamplingParams kwargs that constrain output to a JSON schema, on new and old vLLM.
+
+    vLLM >= 0.10.2 takes ``structured_outputs=StructuredOutputsParams(json=...)``
+    (and removed ``guided_decoding`` in 0.12); older releases only know
+    ``guided_decoding=GuidedDecodingParams(json=...)``. The only place that knows.
+    """
+    import vllm.sampling_params as sp
+
+    if hasattr(sp, "StructuredOutputsParams"):
+        return {"structured_outputs": sp.StructuredOutputsParams(json=schema)}
+    return {"guided_decoding": sp.GuidedDecodingParams(json=schema)}
+
+
+def sampling_kwargs(p: SamplingParams) -> dict[str, Any]:
+    """Our sampling parameters as vllm.SamplingParams kwargs (greedy when temperature is 0)."""
+    kw: dict[str, Any] = {"max_tokens": p.max_tokens, "temperature": p.temperature, "top_p": p.top_p}
+    if p.seed is not None:
+        kw["seed"] = p.seed
+    if p.stop:
+        kw["stop"] = list(p.stop)
+    return kw
+
+
+def model_takes_images(model: str) -> bool:
+    """Whether a local checkpoint has a vision tower (read from config.json, no transformers)."""
+    cfg = Path(model) / "config.json"
+    if not cfg.is_file():
+        return False
+    return "vision_config" in json.loads(cfg.read_text(encoding="utf-8"))
+
+
+class VLLMChat:
+    """`ChatModel` on ``vllm.LLM``. All requests of a ``chat()`` call go to the engine as one batch."""
+
+    supports_json_schema = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        name: str = "vllm",
+        dtype: str = "auto",
+        quantization: str | None = None,
+        engine_args: dict[str, Any] | None = None,
+        tensor_parallel_size: int | None = None,
+        max_model_len: int | None = None,
+        gpu_memory_utilization: float | None = None,
+        limit_mm_per_prompt: dict[str, int] | None = None,
+        enable_prefix_caching: bool | None = None,
+        max_pixels: int | None = None,
+        min_pixels: int | None = None,
+        supports_images: bool | None = None,
+        image_mode: Literal["pil", "data_url"] = "pil",
+        chat_template: str | None = None,
+        use_tqdm: bool = False,
+        **more_engine_args: Any,
+    ) -> None:
+        """Named options are the common engine settings; any other keyword (``enforce_eager``,
+        ``max_num_seqs``, ...) goes to ``vllm.LLM`` as is, like the profile's ``engine_args``."""
+        self.name = name
+        self.supports_images = model_takes_images(model) if supports_images is None else supports_images
+        self.image_mode = image_mode
+        self.chat_template = chat_template
+        self.use_tqdm = use_tqdm
+        self.engine_kwargs = engine_kwargs(
+            model,
+            dtype=dtype,
+            quantization=quantization,
+            engine_args=engine_args,
+            tensor_parallel_size=tensor_parallel_size,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=gpu_memory_utilization,
+            limit_mm_per_prompt=limit_mm_per_prompt,
+            enable_prefix_caching=enable_prefix_caching,
+            max_pixels=max_pixels,
+            min_pixels=min_pixels,
+            **more_engine_args,
+        )
+        self._vllm = import_vllm()
+        self.llm = self._vllm.LLM(**self.engine_kwargs)
+
+    def sampling_params(self, req: ChatRequest) -> Any:
+        kw = sampling_kwargs(req.params)
+        if req.json_schema is not None:
+            kw.update(structured_output_kwargs(req.json_schema))
+        return self._vllm.SamplingParams(**kw)
+
+    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        results: list[ChatResult | None] = [None] * len(requests)
+        ready: list[tuple[int, list[dict[str, Any]], Any]] = []
+        for i, req in enumerate(requests):
+            try:
+                if request_has_images(req) and not self.supports_images:
+                    raise ValueError("this model takes text only, but the request has images")
+                ready.append(
+                    (
+                        i,
+                        to_openai_messages(req.messages, image_mode=self.image_mode),
+                        self.sampling_params(req),
+                    )
+                )
+            except Exception as e:
+                results[i] = error_result(None, e)
+        for (i, _, _), res in zip(ready, run_isolating(ready, self._run, error_result), strict=True):
+            results[i] = res
+        return [r if r is not None else ChatResult(text="", error="not run") for r in results]
+
+    def _run(self, items: Sequence[tuple[int, list[dict[str, Any]], Any]]) -> list[ChatResult]:
+        kwargs: dict[str, Any] = {"sampling_params": [s for _, _, s in items], "use_tqdm": self.use_tqdm}
+        if self.chat_template is not None:
+            kwargs["chat_template"] = self.chat_template
+        outputs = self.llm.chat([conv for _, conv, _ in items], **kwargs)
+        return [_to_result(o) for o in outputs]
+
+
+def _to_result(out: Any) -> ChatResult:
+    comp = out.outputs[0]
+    return ChatResult(
+        text=comp.text,
+        prompt_tokens=len(out.prompt_token_ids or []),
+        completion_tokens=len(comp.token_ids or []),
+        finish_reason=comp.finish_reason or "stop",
+    )

@@ -1,0 +1,75 @@
+"""The no-model reranker: a fused lexical + embedding match of the question against each record field.
+
+For every candidate record and every field the switch keeps, two matches are
+computed: cosine between the question vector and the field's cached vector, and
+the IDF-weighted share of the question's terms found in the field (IDF over the
+pool's records). Each feature is min-max scaled over the pool, so no field wins
+by its scale alone, and the fused score is
+
+    score = W_RET * retriever + sum over fields f of W[f] * (cos_f + lex_f) / 2 + W[concept_hits] * concepts
+
+Adaptive K: pages are cut at the largest drop between consecutive scores among
+the first K_max + 1, so a clear winner stands alone and a flat head keeps K_max.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from trident_local.annotate import load
+from trident_local.annotate.records import FIELD_NAMES
+from trident_local.annotate.terms import idf_table, terms, weighted_overlap
+from trident_local.rerank.records import CandidateRecord
+from trident_local.store.index_store import IndexStore
+
+W_RET = 1.0
+WEIGHTS: dict[str, float] = {"visual": 0.6, "section": 0.3, "entities": 0.5, "text": 0.6, "concept_hits": 0.4}
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    lo, hi = float(x.min()), float(x.max())
+    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+
+
+def _field_text(rec: CandidateRecord, f: str) -> str:
+    if f == "entities":
+        return " ".join(e.split(":", 1)[-1] for e in rec.entities)
+    return getattr(rec, f)
+
+
+def fused_scores(store: IndexStore, question: str, qvec: np.ndarray, records: Sequence[CandidateRecord],
+                 fields: Sequence[str]) -> np.ndarray:
+    """One fused score per record (pool order)."""
+    n = len(records)
+    if n == 0:
+        return np.zeros(0, dtype=np.float32)
+    q_terms = terms(question)
+    idf = idf_table([terms(" ".join(_field_text(r, f) for f in ("section", "visual", "entities", "text")))
+                     for r in records])
+    default_idf = float(np.log(1.0 + n))
+    score = W_RET * _minmax(np.array([r.retriever_score for r in records], dtype=np.float32))
+    q = np.asarray(qvec, dtype=np.float32).reshape(-1)
+    for f in fields:
+        if f == "concept_hits":
+            score += WEIGHTS[f] * _minmax(np.array([r.concept_score for r in records], dtype=np.float32))
+            continue
+        row = FIELD_NAMES.index(f)
+        cos = np.array([float(load(store, r.doc_id).field_vecs[r.page - 1, row] @ q) for r in records],
+                       dtype=np.float32)
+        lex = np.array([weighted_overlap(q_terms, terms(_field_text(r, f)), idf, default_idf) for r in records],
+                       dtype=np.float32)
+        score += WEIGHTS[f] * (_minmax(cos) + _minmax(lex)) / 2
+    return score
+
+
+def adaptive_k(sorted_scores: Sequence[float], k_max: int) -> int:
+    """Cut at the largest drop among the first k_max + 1 scores (1 <= K <= k_max)."""
+    s = list(sorted_scores)[: k_max + 1]
+    if len(s) <= 1:
+        return len(s)
+    gaps = [s[i] - s[i + 1] for i in range(len(s) - 1)]
+    if len(s) <= k_max:  # fewer candidates than K_max + 1: the tail may be the cut
+        return int(np.argmax(gaps)) + 1 if max(gaps) > 0 else len(s)
+    return int(np.argmax(gaps)) + 1 if max(gaps) > 0 else k_max

@@ -1,0 +1,93 @@
+"""The LLM reranker: one chat call with the question and the records; JSON {thinking, page_list} back.
+
+The reply is untrusted: ids outside the pool are dropped, duplicates removed,
+a list longer than K_max cut; an unparsable reply (or an empty list after
+repair) falls back to the pool order, and the result says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from trident_local.errors import ModelOutputError
+from trident_local.models.json_output import parse_json
+from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
+from trident_local.rerank import prompts
+from trident_local.rerank.records import CandidateRecord
+
+MAX_TOKENS = 256
+_PAGE_NUM = re.compile(r"^(?:p(?:age)?\s*)?(\d+)$", re.I)
+
+
+@dataclass
+class ParsedPageList:
+    ids: list[str]
+    thinking: str = ""
+    dropped: list[str] = field(default_factory=list)
+    duplicates: int = 0
+    truncated: int = 0
+
+
+def _canonical(raw: object, valid: Sequence[str]) -> str | None:
+    """The pool id a model meant: exact id, or a bare page number / "page 12" when that names one pool page."""
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
+        return None
+    s = str(raw).strip()
+    if s in valid:
+        return s
+    m = _PAGE_NUM.match(s)
+    if m:
+        matches = [v for v in valid if v.split(":")[-1] == f"p{int(m.group(1))}"]
+        if len(matches) == 1:
+            return matches[0]
+    return None
+
+
+def parse_page_list(text: str, valid: Sequence[str], k_max: int) -> ParsedPageList:
+    """Parse and repair a reply; raises ModelOutputError when there is no usable page_list at all."""
+    value = parse_json(text)
+    if isinstance(value, list):  # a bare list is a page_list without the rationale
+        value = {"page_list": value}
+    if not isinstance(value, dict) or not isinstance(value.get("page_list"), list):
+        raise ModelOutputError("no page_list array in the reply")
+    thinking = value.get("thinking") if isinstance(value.get("thinking"), str) else ""
+    out = ParsedPageList([], thinking[:1000])
+    for raw in value["page_list"]:
+        pid = _canonical(raw, valid)
+        if pid is None:
+            out.dropped.append(str(raw)[:40])
+        elif pid in out.ids:
+            out.duplicates += 1
+        else:
+            out.ids.append(pid)
+    if len(out.ids) > k_max:
+        out.truncated = len(out.ids) - k_max
+        out.ids = out.ids[:k_max]
+    if not out.ids:
+        raise ModelOutputError(f"page_list names no pool page (dropped {out.dropped[:5]})")
+    return out
+
+
+def rerank_request(question: str, records: Sequence[CandidateRecord], fields: Sequence[str], k_max: int
+                   ) -> ChatRequest:
+    views = [r.prompt_view(fields) for r in records]
+    return ChatRequest(
+        messages=[Message("system", prompts.SYSTEM), Message("user", prompts.user_message(question, views, k_max))],
+        params=SamplingParams(max_tokens=MAX_TOKENS),
+        json_schema=prompts.schema([r.page_id for r in records], k_max),
+        tag="rerank",
+    )
+
+
+def model_rerank(chat: ChatModel, question: str, records: Sequence[CandidateRecord], fields: Sequence[str],
+                 k_max: int) -> tuple[ParsedPageList | None, str]:
+    """(parsed list, "") on success; (None, reason) when the pool order must be used."""
+    res = chat.chat([rerank_request(question, records, fields, k_max)])[0]
+    if res.error:
+        return None, f"model call failed: {res.error}"
+    try:
+        return parse_page_list(res.text, [r.page_id for r in records], k_max), ""
+    except ModelOutputError as e:
+        return None, f"unusable model output: {e}"

@@ -1,0 +1,323 @@
+"""Evidence retrieval inside selected papers, over typed objects.
+
+Candidates are the objects ingestion found (table, figure, equation,
+citation_context) plus ``text_span`` objects made here from the page's text
+blocks (a paragraph, or a run of sentences of at most ``SPAN_WORDS`` words; blocks
+inside tables, figures and equations, captions and running headers are left
+out). Ids follow the ingestion scheme: ``p{page}:text_span:{n}`` in reading order.
+
+An object is read as "label. caption. text" (an equation also with the text just
+above it, which usually says what it is). Three rankings are fused by reciprocal
+rank: BM25 over the candidates of the selected papers, dense similarity (object
+embeddings cached per document as ``trace_objects-<embedder>.npy``), and the rank
+of the object's page in the index's page retrieval. Then two priors from the
+question: an object whose printed label the question names ("Table 3") goes
+first, and objects of a type the question asks for ("which figure", "the loss
+equation", "cited") are boosted.
+
+    objs = ObjectRetriever(index)
+    ranked = objs.search(question, doc_ids)
+    evidence = objs.select(question, ranked, doc_ids)
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from trident_local.docs.model import BBox, Document, EvidenceObject, Page
+from trident_local.docs.objects import CAPTION
+from trident_local.retrieve.base import Hit
+from trident_local.retrieve.rrf import RRF_K
+from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
+
+if TYPE_CHECKING:
+    from trident_local.index import Index
+
+log = logging.getLogger(__name__)
+
+OBJECTS_VERSION = 1  # bump when candidate making changes: cached embeddings are then recomputed
+SPAN_WORDS = 100  # longest text span, in words
+MIN_SPAN_CHARS = 40
+LABEL_BONUS = 1.0  # added to the fused score of an object the question names: beats any RRF sum
+TYPE_BOOST = 0.5  # fused score x (1 + TYPE_BOOST) for a type the question asks for
+PAGE_DEPTH = 40
+_SENT = re.compile(r"(?<=[.!?])(?<!\bal\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bFig\.)(?<!\bEq\.)\s+(?=[A-Z(\[])")
+_LABEL_MENTION = re.compile(
+    r"\b(Table|Tab\.|Figure|Fig\.|Equation|Eq\.|Eqn\.|Algorithm|Alg\.)\s*\(?\s*(\d+[a-z]?|[IVX]+)\b\)?", re.I)
+TYPE_CUES: dict[str, re.Pattern[str]] = {
+    "table": re.compile(r"\btables?\b|\btab\.", re.I),
+    "figure": re.compile(r"\b(figures?|fig\.|plots?|charts?|diagrams?|histograms?|curves?|heat ?maps?|"
+                         r"screenshots?|illustrat\w*|visuali[sz]\w*|depict\w*|pictured)\b", re.I),
+    "equation": re.compile(r"\b(equations?|eq\.|eqn\.|formulas?|formulae|loss function|objective function|"
+                           r"defined as|algorithms?|pseudo-?code|formally)\b", re.I),
+    "citation_context": re.compile(r"\b(cite[sd]?|citing|citations?|references?|credited|attribut\w* to|"
+                                   r"which (?:prior |earlier )?(?:work|study|studies|paper|papers|authors?))\b", re.I),
+}
+
+
+@dataclass
+class Evidence:
+    """A located piece of evidence: paper (canonical id) + page + type + object."""
+
+    paper: str
+    doc_id: str
+    page: int
+    type: str
+    object_id: str
+    label: str = ""
+    caption: str = ""
+    text: str = ""
+    score: float = 0.0
+    source: str = "retrieved"  # retrieved | oracle
+
+    def locator(self) -> dict[str, Any]:
+        """The record a trace answer reports: ``object`` is the printed label (None when the object has none)."""
+        return {"paper": self.paper, "page": self.page, "type": self.type, "object": self.label or None,
+                "object_id": self.object_id}
+
+    def content(self, max_chars: int = 1500) -> str:
+        parts = [x for x in (self.label, self.caption, self.text) if x]
+        if self.caption and self.label and self.caption.lower().startswith(self.label.lower()):
+            parts = [self.caption, self.text] if self.text else [self.caption]
+        return " | ".join(parts)[:max_chars]
+
+
+# -- candidates -------------------------------------------------------------------------------------------------
+def _inside(inner: BBox, outer: BBox) -> float:
+    """Share of ``inner``'s area that lies inside ``outer``."""
+    x0, y0, x1, y1 = max(inner[0], outer[0]), max(inner[1], outer[1]), min(inner[2], outer[2]), min(inner[3], outer[3])
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    area = max((inner[2] - inner[0]) * (inner[3] - inner[1]), 1e-6)
+    return (x1 - x0) * (y1 - y0) / area
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT.split(" ".join(text.split())) if s.strip()]
+
+
+def _windows(sentences: list[str], max_words: int) -> list[str]:
+    out, cur, n = [], [], 0
+    for s in sentences:
+        w = len(s.split())
+        if cur and n + w > max_words:
+            out.append(" ".join(cur))
+            cur, n = [], 0
+        cur.append(s)
+        n += w
+    if cur:
+        out.append(" ".join(cur))
+    return out
+
+
+def text_spans(page: Page, max_words: int = SPAN_WORDS) -> list[EvidenceObject]:
+    """Text-span objects of a page from its blocks, numbered in reading order."""
+    boxes = [o.bbox for o in page.objects if o.type in ("table", "figure", "equation")]
+    h = page.height or 800.0
+    out: list[EvidenceObject] = []
+    for b in page.blocks:
+        text = " ".join(b.text.split())
+        if len(text) < MIN_SPAN_CHARS or len(text.split()) < 6 or CAPTION.match(b.text):
+            continue
+        if (b.bbox[3] < 0.06 * h or b.bbox[1] > 0.94 * h) and len(text.split()) < 20:
+            continue  # running header or footer
+        bw, bh = b.bbox[2] - b.bbox[0], b.bbox[3] - b.bbox[1]
+        if bh > 3 * max(bw, 1.0):
+            continue  # rotated margin text (arXiv stamp)
+        if any(_inside(b.bbox, box) > 0.5 for box in boxes):
+            continue
+        for piece in _windows(split_sentences(text), max_words):
+            out.append(EvidenceObject("", "text_span", page.number, b.bbox, text=piece))
+    for i, o in enumerate(out, start=1):
+        o.object_id = EvidenceObject.make_id(page.number, "text_span", i)
+    return out
+
+
+def _context_above(page: Page, bbox: BBox, words: int = 40) -> str:
+    """The last words of the text block just above ``bbox`` in the same column (what an equation is)."""
+    above = [b for b in page.blocks if b.bbox[3] <= bbox[1] + 2 and min(b.bbox[2], bbox[2]) > max(b.bbox[0], bbox[0])]
+    if not above:
+        return ""
+    b = max(above, key=lambda x: x.bbox[3])
+    return " ".join(b.text.split()[-words:])
+
+
+@dataclass
+class Candidate:
+    obj: EvidenceObject
+    search_text: str
+
+
+def doc_candidates(doc: Document) -> list[Candidate]:
+    """Every evidence candidate of a document, in page order: ingestion objects then text spans per page.
+    Figures with neither label nor caption carry nothing to match and are left out."""
+    out: list[Candidate] = []
+    for page in doc.pages:
+        for o in page.objects:
+            if o.type == "figure" and not (o.label or o.caption):
+                continue
+            extra = _context_above(page, o.bbox) if o.type == "equation" else ""
+            out.append(Candidate(o, " ".join(x for x in (o.label, o.caption, o.text, extra) if x)))
+        for o in text_spans(page):
+            out.append(Candidate(o, o.text))
+    return out
+
+
+# -- retrieval ----------------------------------------------------------------------------------------------------
+def rrf_scores(rankings: Sequence[dict[int, int]], k0: int = RRF_K) -> dict[int, float]:
+    """Reciprocal rank fusion of rankings given as key -> 1-based rank (ties allowed): sum 1 / (k0 + rank)."""
+    out: dict[int, float] = {}
+    for ranking in rankings:
+        for key, rank in ranking.items():
+            out[key] = out.get(key, 0.0) + 1.0 / (k0 + rank)
+    return out
+
+
+def label_mentions(question: str) -> set[str]:
+    """Normalized labels the question names: {"table3", "figure2", "eq4", "algorithm1"}."""
+    from trident_local.evaluate.trace_metrics import normalize_label
+
+    return {normalize_label(f"{m.group(1)} {m.group(2)}") for m in _LABEL_MENTION.finditer(question)}
+
+
+def asked_types(question: str) -> set[str]:
+    return {t for t, rx in TYPE_CUES.items() if rx.search(question)}
+
+
+class ObjectRetriever:
+    """Typed evidence retrieval inside chosen documents of an index."""
+
+    def __init__(self, index: Index, embedder: Any = None, paper_ids: dict[str, str] | None = None):
+        self.index = index
+        self.store = index.store
+        self._embedder = embedder
+        self._paper_ids = paper_ids or {}
+        self._cands: dict[str, list[Candidate]] = {}
+        self._vecs: dict[str, np.ndarray] = {}
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None and self.store.config.embedder.lower() != "none":
+            from trident_local.models.profiles import build_model
+
+            self._embedder = build_model("embedder", self.store.config.embedder)
+        return self._embedder
+
+    def paper_id(self, doc_id: str) -> str:
+        if doc_id not in self._paper_ids:
+            from trident_local.retrieve.papers import paper_record
+
+            self._paper_ids[doc_id] = paper_record(self.store, doc_id).paper_id
+        return self._paper_ids[doc_id]
+
+    def candidates(self, doc_id: str) -> list[Candidate]:
+        if doc_id not in self._cands:
+            self._cands[doc_id] = doc_candidates(self.store.document(doc_id))
+        return self._cands[doc_id]
+
+    def vectors(self, doc_id: str) -> np.ndarray | None:
+        """Embeddings of the document's candidates, cached in the index next to the document."""
+        emb = self.embedder
+        if emb is None:
+            return None
+        if doc_id in self._vecs:
+            return self._vecs[doc_id]
+        cands = self.candidates(doc_id)
+        ids = [c.obj.object_id for c in cands]
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.store.config.embedder)
+        d = self.store.doc_dir(doc_id)
+        npy, meta = d / f"trace_objects-{name}.npy", d / f"trace_objects-{name}.json"
+        vecs = None
+        if npy.exists() and meta.exists():
+            try:
+                m = read_json(meta)
+                if m.get("version") == OBJECTS_VERSION and m.get("ids") == ids:
+                    vecs = np.load(npy).astype(np.float32)
+            except (OSError, ValueError):
+                vecs = None
+        if vecs is None or len(vecs) != len(ids):
+            vecs = (emb.encode([c.search_text for c in cands], kind="passage") if cands
+                    else np.zeros((0, emb.dim), np.float32)).astype(np.float32)
+            try:
+                atomic_write_npy(npy, vecs.astype(np.float16))
+                atomic_write_json(meta, {"version": OBJECTS_VERSION, "ids": ids})
+            except OSError as e:
+                log.debug("could not cache object vectors for %s: %s", doc_id, e)
+        self._vecs[doc_id] = vecs
+        return vecs
+
+    def _page_ranking(self, question: str, doc_ids: Sequence[str]) -> list[Hit]:
+        pools = self.store.config.pools
+        pool = "rrf" if "bm25" in pools and "dense" in pools else ("bm25" if "bm25" in pools else None)
+        if pool is None:
+            return []
+        return self.index.search(question, pool=pool, doc=list(doc_ids), k=PAGE_DEPTH)
+
+    def search(self, question: str, doc_ids: Sequence[str], k: int = 30) -> list[Evidence]:
+        """Candidates of ``doc_ids`` ranked for ``question``, best first."""
+        import bm25s
+
+        from trident_local.evaluate.trace_metrics import normalize_label
+        from trident_local.retrieve.bm25 import _stemmer
+
+        doc_ids = list(doc_ids)
+        rows: list[tuple[str, Candidate]] = [(d, c) for d in doc_ids for c in self.candidates(d)]
+        if not rows:
+            return []
+        rankings: list[dict[int, int]] = []  # row -> 1-based rank
+        q = bm25s.tokenize([question], stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False)
+        terms = q[0] if q and q[0] else []
+        if terms:
+            tokens = bm25s.tokenize([c.search_text or " " for _, c in rows], stopwords="en", stemmer=_stemmer(),
+                                    show_progress=False)
+            bm = bm25s.BM25()
+            bm.index(tokens, show_progress=False)
+            s = np.asarray(bm.get_scores(terms), dtype=np.float32)
+            order = [int(i) for i in np.argsort(-s, kind="stable") if s[i] > 0]
+            rankings.append({i: r for r, i in enumerate(order, start=1)})
+        if self.embedder is not None:
+            mats = [self.vectors(d) for d in doc_ids]
+            if all(m is not None for m in mats):
+                mat = np.concatenate(mats)
+                qv = self.embedder.encode([question], kind="query")[0].astype(np.float32)
+                s = mat @ qv
+                rankings.append({int(i): r for r, i in enumerate(np.argsort(-s, kind="stable"), start=1)})
+        page_rank = {(h.doc_id, h.page): r for r, h in enumerate(self._page_ranking(question, doc_ids), start=1)}
+        if page_rank:  # objects on one page share the page's rank
+            rankings.append({i: page_rank[(d, c.obj.page)] for i, (d, c) in enumerate(rows)
+                             if (d, c.obj.page) in page_rank})
+        fused = rrf_scores(rankings)
+        named, types = label_mentions(question), asked_types(question)
+        out = []
+        for i, (d, c) in enumerate(rows):
+            score = fused.get(i, 0.0)
+            if c.obj.type in types:
+                score *= 1 + TYPE_BOOST
+            if c.obj.label and normalize_label(c.obj.label, c.obj.type) in named:
+                score += LABEL_BONUS
+            o = c.obj
+            out.append(Evidence(self.paper_id(d), d, o.page, o.type, o.object_id, o.label, o.caption, o.text, score))
+        out.sort(key=lambda e: (-e.score, doc_ids.index(e.doc_id), e.page, e.object_id))
+        return out[:k]
+
+    def select(self, question: str, ranked: Sequence[Evidence], doc_ids: Sequence[str], *,
+               per_paper: int = 1, max_items: int = 5) -> list[Evidence]:
+        """The evidence to report: the objects the question names by label, else the best ``per_paper``
+        candidates of each chosen paper; at most ``max_items``, best first."""
+        from trident_local.evaluate.trace_metrics import normalize_label
+
+        named = label_mentions(question)
+        chosen = [e for e in ranked if e.label and normalize_label(e.label, e.type) in named]
+        named_docs = {e.doc_id for e in chosen}
+        for d in doc_ids:
+            if d in named_docs:
+                continue
+            chosen += [e for e in ranked if e.doc_id == d][:per_paper]
+        chosen.sort(key=lambda e: -e.score)
+        return chosen[:max_items]

@@ -1,0 +1,110 @@
+"""The xKG pool: pages scored through the document's topic, entity and structural concepts.
+
+A query router gives the query class and entities; each axis scores the
+concepts (cosine for topics and sections, loose-substring entity overlap for
+bundles) and a page collects, per axis, the sum of concept score x membership
+weight. Axes live on different scales (a section spreads its weight over a few
+pages, a topic over many), so each axis is divided by its largest page score
+before the class's alpha weights combine them:
+
+    score(page) = sum over axes a of alpha(class, a) * S_a(page) / max S_a
+
+Needs the annotation stage (``trident annotate``); it has no index of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from trident_local.annotate import STAGE, has_annotation, load
+from trident_local.annotate.concept_match import match_concepts
+from trident_local.annotate.records import CONCEPT_KINDS
+from trident_local.docs.model import Document
+from trident_local.errors import TridentError
+from trident_local.retrieve.base import Hit, top_k
+from trident_local.retrieve.router import Route, route
+from trident_local.store.index_store import IndexStore
+from trident_local.store.manifest import PoolEntry
+
+
+class XKGPool:
+    name: ClassVar[str] = "xkg"
+    needs_prepare: ClassVar[bool] = False  # the annotation stage writes everything it reads
+
+    def __init__(self, store: IndexStore, *, embedder=None, chat=None, use_chat: bool = True):
+        self.store = store
+        self._embedder = embedder
+        self._chat = chat
+        self._use_chat = use_chat
+        self.last_route: Route | None = None
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from trident_local.models.profiles import build_model
+
+            self._embedder = build_model("embedder", self.store.config.embedder)
+        return self._embedder
+
+    @property
+    def chat(self):
+        if self._chat is None and self._use_chat:
+            from trident_local.models.profiles import build_model
+
+            self._chat = build_model("chat", self.store.config.chat)
+            self._use_chat = self._chat is not None
+        return self._chat
+
+    def prepare(self, doc: Document) -> None:
+        return None
+
+    def _annotated(self) -> list[str]:
+        return [d for d in self.store.doc_ids(["ingest", STAGE]) if has_annotation(self.store, d)]
+
+    def _fingerprint(self) -> str:
+        return self.store.fingerprint(self._annotated(), "xkg-v1", self.store.config.embedder)
+
+    def is_stale(self) -> bool:
+        e = self.store.manifest.pools.get(self.name)
+        return e is None or e.fingerprint != self._fingerprint()
+
+    def build(self) -> None:
+        """Nothing global to build: record which annotated documents the pool covers."""
+        docs = self._annotated()
+        n = sum(self.store.manifest.documents[d].n_pages for d in docs)
+        self.store.manifest.pools[self.name] = PoolEntry(self.name, self._fingerprint(), n, info={"documents": len(docs)})
+        self.store.save_manifest()
+
+    def score_pages(self, question: str, doc_ids: Sequence[str], r: Route) -> list[Hit]:
+        qvec = self.embedder.encode([question], kind="query")[0]
+        axes: dict[str, list[np.ndarray]] = {k: [] for k in CONCEPT_KINDS}
+        for d in doc_ids:
+            m = match_concepts(load(self.store, d), qvec, r.entities)
+            for k in CONCEPT_KINDS:
+                axes[k].append(m.axis_page_scores(k))
+        total = [np.zeros_like(v) for v in axes["T"]]
+        for k in CONCEPT_KINDS:
+            peak = max((float(v.max()) for v in axes[k] if v.size), default=0.0)
+            if peak <= 0:
+                continue
+            for i, v in enumerate(axes[k]):
+                total[i] += r.alpha[k] * v / peak
+        hits = [Hit(d, p + 1, float(s), self.name)
+                for d, scores in zip(doc_ids, total, strict=True) for p, s in enumerate(scores) if s > 0]
+        return hits
+
+    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+        targets = list(doc_ids) if doc_ids is not None else self._annotated()
+        missing = [d for d in targets if not has_annotation(self.store, d)]
+        if missing:
+            name = self.store.manifest.documents[missing[0]].file_name if missing[0] in self.store.manifest.documents \
+                else missing[0]
+            raise TridentError(f"the xkg pool needs annotated documents; {name} is not annotated: "
+                               f"run `trident annotate --index {self.store.root}`")
+        self.last_route = route(query, self.chat, self.store.config.chat)
+        if not targets:
+            return []
+        return top_k(self.score_pages(query, targets, self.last_route), k)

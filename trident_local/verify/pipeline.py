@@ -1,0 +1,215 @@
+"""AtomCite end to end: parse -> judge the cited page (text and image channels) -> merge -> repair.
+
+    from trident_local.verify import Verifier
+    verifier = Verifier.from_index("idx", text="none", window=2)   # the no-model CPU default
+    report = verifier.verify("Revenue grew 12% in 2023 [p. 14].", doc="report.pdf")
+    print(report.corrected_answer)
+
+Each (claim, cited page) pair is judged on the cited page only; both channels
+run at the same time, each in batches. Pairs whose verdict is "unsupported" or
+"partial" then have their window pages judged (both channels again, merged) to
+propose a replacement page; window verdicts never become the pair's verdict.
+:meth:`Verifier.verify_claims` does the same for many documents at once (the
+benchmark uses it so that all its pairs share batches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from trident_local.errors import TridentError
+from trident_local.verify.compose import compose
+from trident_local.verify.judge_common import Judge, JudgeItem, PageSource, StorePages
+from trident_local.verify.merge import merge
+from trident_local.verify.parse import decompose, parse_answer
+from trident_local.verify.repair import decide, needs_window, window_pages
+from trident_local.verify.types import (
+    IMAGE,
+    TEXT,
+    UNSUPPORTED,
+    Claim,
+    ClaimResult,
+    Judgement,
+    VerificationReport,
+)
+
+
+class Verifier:
+    """Verify and correct page citations against one index."""
+
+    def __init__(
+        self,
+        pages: PageSource,
+        text_judge: Judge | None,
+        image_judge: Judge | None = None,
+        *,
+        window: int = 2,
+        decomposer: Any = None,
+        store: Any = None,
+    ):
+        if text_judge is None and image_judge is None:
+            raise TridentError("verification needs at least one judge (text or image channel)")
+        if window < 0:
+            raise TridentError("--window must be 0 or more")
+        self.pages = pages
+        self.text_judge = text_judge
+        self.image_judge = image_judge
+        self.window = window
+        self.decomposer = decomposer
+        self.store = store
+        self.pages_judged = 0  # (claim, page) items sent to the judges: cited pages + window pages
+
+    @classmethod
+    def from_index(
+        cls,
+        index: Any,
+        *,
+        text: str | None = None,
+        image: str = "same",
+        window: int = 2,
+        decompose_with: str | None = None,
+        params: Any = None,
+        batch_size: int = 16,
+        max_tokens: int = 160,
+    ) -> Verifier:
+        """Build judges from model profiles.
+
+        ``text``: a chat profile, or "none" for the no-model support scorer; default: the
+        index's configured chat profile. ``image``: a VLM profile, "none", or "same" (the
+        text model when it takes images). ``decompose_with``: a chat profile for atomic
+        claim decomposition (off by default). ``params``: ScorerParams for the no-model scorer.
+        ``batch_size`` / ``max_tokens``: requests per chat call / tokens per judge reply.
+        """
+        from trident_local.index import Index
+        from trident_local.models.profiles import NO_MODEL, build_model
+        from trident_local.verify.judge_image import VLMImageJudge
+        from trident_local.verify.judge_text import LLMTextJudge, NoModelSupportScorer
+
+        if isinstance(index, Index):
+            store = index.store
+        elif hasattr(index, "document") and hasattr(index, "page_image"):
+            store = index
+        else:
+            store = Index.open(index).store
+        pages = StorePages(store)
+        text = text if text is not None else store.config.chat
+        built: dict[str, Any] = {}
+
+        def model(profile: str) -> Any:
+            if profile not in built:
+                built[profile] = build_model("chat", profile)
+            return built[profile]
+
+        if text.lower() == NO_MODEL:
+            text_judge: Judge = NoModelSupportScorer(pages, embedder_profile=store.config.embedder, params=params,
+                                                     window_words=store.config.chunk_words,
+                                                     stride=store.config.chunk_stride)
+        else:
+            text_judge = LLMTextJudge(model(text), pages, batch_size=batch_size, max_tokens=max_tokens)
+        image_judge: Judge | None = None
+        if image == "same":
+            if text.lower() != NO_MODEL and getattr(model(text), "supports_images", False):
+                image_judge = VLMImageJudge(model(text), pages, batch_size=batch_size, max_tokens=max_tokens)
+        elif image.lower() != NO_MODEL:
+            image_judge = VLMImageJudge(model(image), pages, batch_size=batch_size, max_tokens=max_tokens)
+        decomposer = model(decompose_with) if decompose_with and decompose_with.lower() != NO_MODEL else None
+        return cls(pages, text_judge, image_judge, window=window, decomposer=decomposer, store=store)
+
+    @property
+    def judges(self) -> dict[str, str]:
+        return {ch: j.name for ch, j in ((TEXT, self.text_judge), (IMAGE, self.image_judge)) if j is not None}
+
+    @property
+    def model_calls(self) -> int:
+        return sum(j.calls for j in (self.text_judge, self.image_judge) if j is not None)
+
+    # -- judging ---------------------------------------------------------------------------------------
+    def _judge(self, items: list[JudgeItem]) -> list[tuple[Judgement | None, Judgement | None]]:
+        """Both channels on the same items, at the same time (one thread per channel) unless they share a model."""
+        if not items:
+            return []
+        self.pages_judged += len(items)
+        judges = [j for j in (self.text_judge, self.image_judge) if j is not None]
+        shared = len(judges) == 2 and getattr(judges[0], "model", None) is getattr(judges[1], "model", 0)
+        if len(judges) == 2 and shared:  # one model object serves both: not every backend is re-entrant
+            return list(zip(judges[0].judge(items), judges[1].judge(items), strict=True))
+        if len(judges) == 2:
+            with ThreadPoolExecutor(max_workers=2) as ex:
+                futs = [ex.submit(j.judge, items) for j in judges]
+                outs = [f.result() for f in futs]
+            return list(zip(outs[0], outs[1], strict=True))
+        out = judges[0].judge(items)
+        return [(j, None) if self.text_judge is not None else (None, j) for j in out]
+
+    def verify_claims(self, claims: Sequence[tuple[str, Claim]]) -> list[list[ClaimResult]]:
+        """Results for (doc_id, claim) inputs: one ClaimResult per cited page, in the claims' order."""
+        pairs = [(doc_id, c, p) for doc_id, c in claims for p in c.pages]
+        n_pages = {d: self.pages.n_pages(d) for d in dict.fromkeys(d for d, _ in claims)}
+        in_range = [1 <= p <= n_pages[d] for d, _, p in pairs]
+        cited = [JudgeItem(c.text, d, p) for (d, c, p), ok in zip(pairs, in_range, strict=True) if ok]
+        judged = iter(self._judge(cited))
+        verdicts: list[tuple[str, list[str], list[Judgement]]] = []
+        for ok in in_range:
+            if not ok:
+                verdicts.append((UNSUPPORTED, ["page-out-of-range"], []))
+                continue
+            t, i = next(judged)
+            v, flags = merge(t, i)
+            verdicts.append((v, flags, [j for j in (t, i) if j is not None]))
+        # Window pages: judged only for pairs that need a proposal; identical items judged once.
+        wanted: dict[JudgeItem, None] = {}
+        for (d, c, p), (v, _, _) in zip(pairs, verdicts, strict=True):
+            if needs_window(v):
+                for wp in window_pages(p, n_pages[d], self.window):
+                    wanted[JudgeItem(c.text, d, wp)] = None
+        witems = list(wanted)
+        wjudged = dict(zip(witems, self._judge(witems), strict=True))
+        results: list[ClaimResult] = []
+        for (d, c, p), (v, flags, judgements) in zip(pairs, verdicts, strict=True):
+            wv: dict[int, str] = {}
+            ws: dict[int, float | None] = {}
+            if needs_window(v):
+                for wp in window_pages(p, n_pages[d], self.window):
+                    t, i = wjudged[JudgeItem(c.text, d, wp)]
+                    wv[wp] = merge(t, i)[0]
+                    ws[wp] = t.score if t is not None else None
+            action, new_page, more = decide(v, p, wv, ws)
+            results.append(ClaimResult(claim=c, cited_page=p, verdict=v, action=action, new_page=new_page,
+                                       flags=[*flags, *more], judgements=judgements, window=wv))
+        grouped: list[list[ClaimResult]] = []
+        it = iter(results)
+        for _, c in claims:
+            grouped.append([next(it) for _ in c.pages])
+        return grouped
+
+    # -- one answer ------------------------------------------------------------------------------------
+    def verify(self, answer: str | dict[str, Any], doc: str) -> VerificationReport:
+        """Verify and correct the citations of ``answer`` against document ``doc`` (id or file name)."""
+        doc_id = self.store.resolve(doc) if self.store is not None else doc
+        file_name = self.store.document(doc_id).file_name if self.store is not None else doc
+        try:
+            parsed = parse_answer(answer)
+        except ValueError as e:
+            raise TridentError(f"cannot read the answer: {e}") from e
+        if self.decomposer is not None:
+            parsed = decompose(parsed, self.decomposer)
+        calls0 = self.model_calls
+        grouped = self.verify_claims([(doc_id, c) for c in parsed.claims])
+        results = [r for g in grouped for r in g]
+        warnings = list(parsed.warnings)
+        if not parsed.claims:
+            warnings.append("no page citations found in the answer; nothing to verify")
+        return VerificationReport(
+            doc_id=doc_id,
+            file_name=file_name,
+            answer_format=parsed.format,
+            results=results,
+            corrected_answer=compose(parsed, results),
+            window=self.window,
+            judges=self.judges,
+            uncited=parsed.uncited,
+            warnings=warnings,
+            model_calls=self.model_calls - calls0 + (len(parsed.claims) if self.decomposer is not None else 0),
+        )
