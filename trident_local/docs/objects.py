@@ -85,10 +85,42 @@ def _cell_text(words: list, cell: tuple | None) -> str:
     return " ".join(w[4] for w in words if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1)
 
 
+def _has_rules(page: pymupdf.Page, minimum: int = 2) -> bool:
+    """Whether the page draws horizontal AND vertical rules (lines or rectangle edges): without
+    both, PyMuPDF's line strategy cannot form a single cell, so its (slow) search is skipped."""
+    try:
+        paths = page.get_cdrawings()
+    except Exception:
+        return True
+    h = v = 0
+    for path in paths:
+        for item in path.get("items", ()):
+            if item[0] == "l":
+                (x0, y0), (x1, y1) = item[1], item[2]
+                if abs(y1 - y0) < 1 and abs(x1 - x0) > 5:
+                    h += 1
+                elif abs(x1 - x0) < 1 and abs(y1 - y0) > 5:
+                    v += 1
+            elif item[0] == "re":
+                r = item[1]
+                w, ht = abs(r[2] - r[0]), abs(r[3] - r[1])
+                if w > 5 and ht > 5:
+                    h, v = h + 2, v + 2
+                elif ht <= 3 and w > 5:
+                    h += 1
+                elif w <= 3 and ht > 5:
+                    v += 1
+            if h >= minimum and v >= minimum:
+                return True
+    return False
+
+
 def detect_tables(page: pymupdf.Page) -> list[tuple[BBox, str]]:
     """Tables found by PyMuPDF (ruled lines first, then text alignment when the page has few drawings)."""
     out: list[tuple[BBox, str]] = []
     words = None
+    if not _has_rules(page):  # the line strategy cannot find a table on a page without rules: skip its cost
+        return out
     try:
         # use_layout=False: the ONNX layout model costs ~1 s a page on CPU; ruled-line detection is ~50x faster
         found = page.find_tables(use_layout=False)
