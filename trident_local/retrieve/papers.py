@@ -93,13 +93,15 @@ def _tokens(text: str) -> list[str]:
 
 def coined_names(meta: PaperMeta) -> set[str]:
     """Candidate names of a paper's system or dataset, lower-cased: the title's prefix before a colon (up to
-    three words) and the mixed- or upper-case coined tokens of its title and abstract ("SCITAB", "KaLMA")."""
+    three words) and the mixed- or upper-case coined tokens ("SCITAB", "KaLMA") of its abstract and, unless
+    the title is set in capitals throughout, of its title."""
     names: set[str] = set()
     if ":" in meta.title:
         prefix = meta.title.split(":", 1)[0].strip()
         if 1 <= len(prefix.split()) <= 3:
             names.add(prefix.lower())
-    for tok in _TOKEN.findall(f"{meta.title} {meta.abstract}"):
+    title = "" if meta.title.upper() == meta.title else meta.title
+    for tok in _TOKEN.findall(f"{title} {meta.abstract}"):
         upper = sum(c.isupper() for c in tok)
         if len(tok) >= 4 and upper >= 2 and not tok.isdigit() and tok.lower() not in _GENERIC_NAMES:
             names.add(tok.lower())
@@ -257,7 +259,9 @@ class PaperIndex:
         if self._names is None:
             per = {r.doc_id: coined_names(r) for r in self.records()}
             count: Counter[str] = Counter(n for names in per.values() for n in names)
-            self._names = {d: {n for n in names if count[n] == 1} for d, names in per.items()}
+            # a word any head writes in lower case is an ordinary word ("prompting"), not a name
+            plain = {t for r in self.records() for t in _TOKEN.findall(f"{r.title} {r.abstract}") if t.islower()}
+            self._names = {d: {n for n in names if count[n] == 1 and n not in plain} for d, names in per.items()}
         return self._names
 
     def named_in(self, question: str) -> list[str]:
