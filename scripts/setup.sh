@@ -14,15 +14,16 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
+quiet() { grep -v "^WARNING: Location" || true; }  # this machine's pip config warns about absent mirrors
 stamp=.venv/.trident-setup${extras:+-dev}
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "== installing torch + torchvision (first run: a few minutes)"
-  $PIP install "torch==2.14.1" "torchvision==0.29.1"
+  $PIP install "torch==2.14.1" "torchvision==0.29.1" 2>&1 | quiet
   echo "== installing trident_local$extras"
-  $PIP install -e ".$extras"
+  $PIP install -e ".$extras" 2>&1 | quiet
   # Pinned to torch<2.14 / heavy training deps, but both run on this stack:
   # keep them out of the resolver.
-  $PIP install --no-deps "colpali-engine==0.3.18" "FlagEmbedding==1.4.2"
+  $PIP install --no-deps "colpali-engine==0.3.18" "FlagEmbedding==1.4.2" 2>&1 | quiet
   touch "$stamp"
 fi
 
