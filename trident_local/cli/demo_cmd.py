@@ -31,7 +31,8 @@ def demo(
         raise typer.BadParameter(f"{src} does not exist", param_hint="FOLDER")
     console.rule(f"[bold]1. index {src} -> {index_dir}")
     try:
-        index(paths=[src], index_dir=index_dir, pools=None, embedder=None, ocr=None, annotate=True, workers=2,
+        index(paths=[src], index_dir=index_dir, pools=None, embedder=None, ocr=None, multivector=None,
+              annotate=True, workers=2,
               json_out=None)
     except typer.Exit as e:  # some files failed: they were reported; answer over the rest
         if e.exit_code != 1:

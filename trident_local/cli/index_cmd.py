@@ -18,6 +18,25 @@ from rich.table import Table
 from trident_local.cli.common import cli_command, err_console, human_console, write_json
 
 
+def _update_config(idx, *, pools, embedder, ocr, multivector) -> None:
+    """Options given for an existing index: new pools are added (their per-document stage then
+    runs for every document); changing the embedder would mix vectors of two models, so it is refused."""
+    from trident_local.errors import TridentError
+
+    cfg = idx.store.config
+    if embedder and embedder != cfg.embedder:
+        raise TridentError(f"{idx.store.root} was built with embedder {cfg.embedder!r}; "
+                           f"index into a new directory to use {embedder!r}")
+    if ocr:
+        cfg.ocr = ocr
+    if multivector:
+        cfg.multivector = multivector
+        pools = list(dict.fromkeys([*(pools or cfg.pools), "colpali"]))
+    if pools:
+        cfg.pools = list(dict.fromkeys([*cfg.pools, *pools]))
+    idx.store.save_manifest()
+
+
 def _status_style(status: str) -> str:
     return {"indexed": "green", "resumed": "cyan", "skipped": "dim", "failed": "red"}.get(status, "")
 
@@ -29,6 +48,7 @@ def index(
     pools: str = typer.Option(None, help="Pools to build, comma-separated (default for a new index: bm25,dense)."),
     embedder: str = typer.Option(None, help="Text embedder profile for a new index (default: minilm)."),
     ocr: str = typer.Option(None, help="OCR profile for pages without text (tesseract | none)."),
+    multivector: str = typer.Option(None, help="Page-image embedder profile for the colpali pool (e.g. colqwen2.5)."),
     annotate: bool = typer.Option(False, "--annotate", help="Also build the per-page Trident annotation."),
     workers: int = typer.Option(2, min=1, help="Processes for PDF parsing."),
     json_out: Path = typer.Option(None, "--json", help="Write the per-file report as JSON ('-' = stdout)."),
@@ -49,7 +69,14 @@ def index(
         config.embedder = embedder
     if ocr:
         config.ocr = ocr
+    if multivector:
+        config.multivector = multivector
+        if "colpali" not in config.pools:
+            config.pools.append("colpali")
     idx = Index.create(index_dir, config)
+    if idx.config != config and (index_dir / "manifest.json").exists():
+        _update_config(idx, pools=config.pools if pools else None, embedder=embedder, ocr=ocr,
+                       multivector=multivector)
     if annotate:
         from trident_local.annotate import annotation_stage
 
