@@ -7,7 +7,9 @@ Builds (or reuses) an index of the set's papers, with the MMLongBench-Doc academ
 papers the set does not use as distractors, at --index (default /work/idx/littrace),
 runs the three rungs (end-to-end, oracle papers, oracle evidence) with the CPU default
 (no chat model: extractive answers) unless --profile names a chat model, prints the
-ladder and writes benchmarks/results/littrace.json.
+ladder (all records, then per split: "dev" records shaped the CPU default's
+heuristics, "check" records were written after it was frozen) and writes
+benchmarks/results/littrace.json.
 """
 
 from __future__ import annotations
@@ -114,6 +116,18 @@ def main() -> int:
     print(f"{'rung':18s}" + "".join(f"{n:>11s}" for _, n in cols))
     for rung, s in out["ladder"].items():
         print(f"{rung:18s}" + "".join(f"{s[k]:11.3f}" for k, _ in cols))
+    from trident_local.evaluate.trace_metrics import score_predictions
+
+    by_split: dict[str, dict] = {}
+    for split in sorted({r.get("split", "all") for r in records}):
+        sub = [r for r in records if r.get("split", "all") == split]
+        ids = {r["id"] for r in sub}
+        by_split[split] = {rung: {k: v for k, v in score_predictions(
+            sub, [p for p in out["predictions"][rung] if p["id"] in ids]).items() if k != "records"}
+            for rung in out["ladder"]}
+        print(f"\nsplit {split!r} ({len(sub)} records)")
+        for rung, s in by_split[split].items():
+            print(f"{rung:18s}" + "".join(f"{s[k]:11.3f}" for k, _ in cols))
     e2e = out["ladder"]["end_to_end"]
     print("\nend-to-end by format:",
           {k: round(v["answer_accuracy"], 3) for k, v in e2e["by_format"].items()},
@@ -123,6 +137,7 @@ def main() -> int:
         "index": str(args.index), "dataset": str(args.dataset.relative_to(ROOT)) if args.dataset.is_relative_to(ROOT)
         else str(args.dataset), "gold_problems": problems, "paper_id_mismatches": wrong,
         "ladder": {r: {k: v for k, v in s.items() if k != "records"} for r, s in out["ladder"].items()},
+        "by_split": by_split,
         "records": {r: s["records"] for r, s in out["ladder"].items()},
         "predictions": out["predictions"],
     }

@@ -23,7 +23,7 @@ _COLS = (("paper_precision", "paper P"), ("paper_recall", "paper R"), ("paper_f1
 
 def scores_table(title: str, rows: list[tuple[str, Mapping[str, Any]]]) -> Table:
     t = Table(title=title)
-    t.add_column("")
+    t.add_column("", no_wrap=True)
     for _, name in _COLS:
         t.add_column(name, justify="right")
     for label, s in rows:

@@ -28,6 +28,7 @@ def _blocks(page: pymupdf.Page) -> list[TextBlock]:
         if b.get("type") != 0:
             continue
         lines, sizes, bold_chars, n_chars = [], Counter(), 0, 0
+        rotated = any(abs(line.get("dir", (1.0, 0.0))[1]) > 0.5 for line in b.get("lines", []))
         for line in b.get("lines", []):
             spans = line.get("spans", [])
             lines.append("".join(s.get("text", "") for s in spans))
@@ -42,7 +43,7 @@ def _blocks(page: pymupdf.Page) -> list[TextBlock]:
             continue
         size = sizes.most_common(1)[0][0] if sizes else 0.0
         out.append(TextBlock(text=text, bbox=tuple(round(v, 2) for v in b["bbox"]), font_size=size,
-                             bold=n_chars > 0 and bold_chars / n_chars > 0.6))
+                             bold=n_chars > 0 and bold_chars / n_chars > 0.6, rotated=rotated))
     return out
 
 

@@ -24,6 +24,7 @@ class TextBlock:
     bbox: BBox
     font_size: float
     bold: bool = False
+    rotated: bool = False  # vertical text, e.g. an arXiv margin stamp: never a heading
 
 
 @dataclass

@@ -13,12 +13,13 @@ import pymupdf
 from trident_local.docs.model import BBox, EvidenceObject, TextBlock
 
 CAPTION = re.compile(
-    r"^\s*(Figure|Fig\.?|Table|Tab\.|Chart|Exhibit|Algorithm)\s*([0-9]+[A-Za-z]?|[IVX]+)\s*([:.|\u2013\u2014-])?\s*(\w+)?", re.I
+    r"^\s*(Figure|Fig\.?|Table|Tab\.|Chart|Exhibit|Algorithm)\s*([0-9]+[A-Za-z]?|[IVX]+)\s*([:.|,\u2013\u2014-])?\s*(\w+)?", re.I
 )
 # "Table 1 shows ..." is a reference to a table in running text, not its caption.
 _REFERENCE_VERBS = {"shows", "show", "reports", "report", "summarises", "summarizes", "presents", "lists", "gives",
                     "illustrates", "compares", "depicts", "contains", "displays", "describes", "and", "in", "of",
-                    "provides", "plots", "is", "are", "was", "also"}
+                    "provides", "plots", "is", "are", "was", "also", "demonstrates", "showcases", "indicates",
+                    "indicating", "shows:", "highlights", "reveals", "suggests", "confirms", "we", "the", "our"}
 _CITE_NUMERIC = re.compile(r"\[\d+(?:\s*[,–-]\s*\d+)*\]")
 _CITE_AUTHOR = re.compile(
     r"\((?:see\s+)?[A-Z][A-Za-z'`-]+(?:\s+et\s+al\.?|\s+(?:and|&)\s+[A-Z][A-Za-z'`-]+)?,?\s+(?:19|20)\d{2}[a-z]?"
@@ -51,8 +52,9 @@ def caption_blocks(blocks: list[TextBlock]) -> list[tuple[str, str, TextBlock]]:
     out = []
     for b in blocks:
         m = CAPTION.match(b.text)
-        if m and not m.group(3) and (m.group(4) or "").lower() in _REFERENCE_VERBS:
-            continue
+        sep = m.group(3) if m else None
+        if m and (sep == "," or (not sep and (m.group(4) or "").lower() in _REFERENCE_VERBS)):
+            continue  # "Figure 2, indicating ..." / "Table 1 shows ...": a reference, not a caption
         if m:
             word = m.group(1).lower()
             kind = "table" if word.startswith("tab") else "figure"

@@ -1,5 +1,8 @@
 """Paper metadata from an ingested document: canonical id, title, authors, year, abstract.
 
+Also the compare forms of locator fields that the retrievers and the trace scorer
+share: :func:`normalize_paper_id`, :func:`normalize_type`, :func:`normalize_label`.
+
 The canonical paper id is, in order of preference:
 
 1. an arXiv id from the file name (``2303.05039v2.pdf``) or from the first page's
@@ -14,6 +17,7 @@ boxes); it reads no PDF and calls no model, so it is cheap to recompute.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -91,6 +95,43 @@ def normalize_paper_id(pid: str) -> str:
     s = re.sub(r"^(arxiv|doi)\s*:\s*", "", s, flags=re.I)
     s = re.sub(r"\.pdf$", "", s, flags=re.I)
     return re.sub(r"\s+", "", s).lower()
+
+
+# compare forms of evidence types and printed object labels (the scorer and the retrievers share them)
+TYPE_ALIASES = {
+    "table": "table", "tab": "table",
+    "figure": "figure", "fig": "figure", "chart": "figure", "plot": "figure", "image": "figure", "diagram": "figure",
+    "equation": "equation", "eq": "equation", "formula": "equation", "algorithm": "equation",
+    "equation/algorithm": "equation",
+    "citation_context": "citation_context", "citation": "citation_context", "citation context": "citation_context",
+    "text_span": "text_span", "text span": "text_span", "text": "text_span", "span": "text_span",
+    "paragraph": "text_span", "sentence": "text_span",
+}
+OBJECT_ID_RE = re.compile(r"^p\d+:[a-z_]+:\d+$")  # an index object id: p12:table:2
+
+
+def normalize_type(t: str) -> str:
+    """Compare form of an evidence type: "Text span" -> text_span, "algorithm" -> equation, "Fig" -> figure."""
+    s = " ".join(str(t or "").lower().replace("-", " ").split())
+    return TYPE_ALIASES.get(s, TYPE_ALIASES.get(s.replace(" ", "_"), s.replace(" ", "_")))
+
+
+def normalize_label(label: Any, type_: str = "") -> str:
+    """Compare form of an object label: no case, no spaces; Fig./Tab./Eq. spelled out; equations by number."""
+    if label is None:
+        return ""
+    s = unicodedata.normalize("NFKC", str(label)).strip().lower().rstrip(":.")
+    if not s:
+        return ""
+    if OBJECT_ID_RE.match(s.replace(" ", "")):
+        return s.replace(" ", "")
+    m = re.match(r"^(?:eq\.?|eqn\.?|equation)?\s*\(\s*(\d+[a-z]?)\s*\)$|^(?:eq\.?|eqn\.?|equation)\s*(\d+[a-z]?)$", s)
+    if m or (normalize_type(type_) == "equation" and re.fullmatch(r"\d+[a-z]?", s)):
+        return "eq" + (m.group(1) or m.group(2) if m else s)
+    s = re.sub(r"^fig(?:ure)?\.?\s*", "figure", s)
+    s = re.sub(r"^tab(?:le)?\.?\s*", "table", s)
+    s = re.sub(r"^alg(?:orithm)?\.?\s*", "algorithm", s)
+    return re.sub(r"\s+", "", s)
 
 
 def arxiv_id_from_name(name: str) -> str:

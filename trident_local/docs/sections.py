@@ -58,7 +58,7 @@ def paths_from_headings(pages: list[Page]) -> list[list[str]]:
         (p.number, b.text.strip(), round(b.font_size, 1))
         for p in pages
         for b in p.blocks
-        if _is_heading(b.text.strip(), b.font_size, b.bold, body)
+        if not b.rotated and _is_heading(b.text.strip(), b.font_size, b.bold, body)
     ]
     levels = {s: i + 1 for i, s in enumerate(sorted({s for _, _, s in candidates}, reverse=True)[:4])}
     by_page: dict[int, list[tuple[int, str]]] = {}

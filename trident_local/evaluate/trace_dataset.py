@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from trident_local.docs.paper_meta import normalize_type
 from trident_local.errors import TridentError
-from trident_local.evaluate.trace_metrics import normalize_type
 
 FORMATS = ("free_form", "multiple_choice", "table")
 EVIDENCE_TYPES = ("table", "figure", "equation", "citation_context", "text_span")

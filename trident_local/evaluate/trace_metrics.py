@@ -31,21 +31,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from trident_local.docs.paper_meta import normalize_paper_id
+from trident_local.docs.paper_meta import (  # noqa: F401  (TYPE_ALIASES re-exported: the scorer's compare forms)
+    OBJECT_ID_RE,
+    TYPE_ALIASES,
+    normalize_label,
+    normalize_paper_id,
+    normalize_type,
+)
 
 TABLE_THRESHOLD = 0.8  # cell F1 at or above which a table answer counts as correct
 REL_TOL = 1e-3  # numeric answers: relative tolerance (or half a unit of the gold's last printed digit)
 
-TYPE_ALIASES = {
-    "table": "table", "tab": "table",
-    "figure": "figure", "fig": "figure", "chart": "figure", "plot": "figure", "image": "figure", "diagram": "figure",
-    "equation": "equation", "eq": "equation", "formula": "equation", "algorithm": "equation",
-    "equation/algorithm": "equation",
-    "citation_context": "citation_context", "citation": "citation_context", "citation context": "citation_context",
-    "text_span": "text_span", "text span": "text_span", "text": "text_span", "span": "text_span",
-    "paragraph": "text_span", "sentence": "text_span",
-}
-_OBJECT_ID = re.compile(r"^p\d+:[a-z_]+:\d+$")
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
      "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"))}
@@ -78,31 +74,8 @@ def paper_prf(pred: Iterable[str], gold: Iterable[str]) -> PRF:
 
 
 # -- evidence -------------------------------------------------------------------------------------------------
-def normalize_type(t: str) -> str:
-    s = " ".join(str(t or "").lower().replace("-", " ").split())
-    return TYPE_ALIASES.get(s, TYPE_ALIASES.get(s.replace(" ", "_"), s.replace(" ", "_")))
-
-
-def normalize_label(label: Any, type_: str = "") -> str:
-    """Compare form of an object label: no case, no spaces; Fig./Tab./Eq. spelled out; equations by number."""
-    if label is None:
-        return ""
-    s = unicodedata.normalize("NFKC", str(label)).strip().lower().rstrip(":.")
-    if not s:
-        return ""
-    if _OBJECT_ID.match(s.replace(" ", "")):
-        return s.replace(" ", "")
-    m = re.match(r"^(?:eq\.?|eqn\.?|equation)?\s*\(\s*(\d+[a-z]?)\s*\)$|^(?:eq\.?|eqn\.?|equation)\s*(\d+[a-z]?)$", s)
-    if m or (normalize_type(type_) == "equation" and re.fullmatch(r"\d+[a-z]?", s)):
-        return "eq" + (m.group(1) or m.group(2) if m else s)
-    s = re.sub(r"^fig(?:ure)?\.?\s*", "figure", s)
-    s = re.sub(r"^tab(?:le)?\.?\s*", "table", s)
-    s = re.sub(r"^alg(?:orithm)?\.?\s*", "algorithm", s)
-    return re.sub(r"\s+", "", s)
-
-
 def _is_object_id(norm_label: str) -> bool:
-    return bool(_OBJECT_ID.match(norm_label))
+    return bool(OBJECT_ID_RE.match(norm_label))
 
 
 def evidence_compatible(pred: Mapping[str, Any], gold: Mapping[str, Any]) -> bool:
@@ -227,7 +200,7 @@ def mc_letter(pred: Any, choices: Sequence[str] = ()) -> str | None:
         return None
     s = str(pred).strip()
     valid = set(letters(len(choices))) if choices else set(letters(26))
-    m = re.match(r"^\(?([A-Za-z])\)?[.:]?$|^\(?([A-Z])[.):]\s|^\(([A-Z])\)\s", s)
+    m = re.match(r"^\(?([A-Za-z])\)?[.:]?$|^\(?([A-Z])[.):]\s|^\(([A-Za-z])\)\s", s)
     if m and (m.group(1) or m.group(2) or m.group(3)).upper() in valid:
         return (m.group(1) or m.group(2) or m.group(3)).upper()
     m = re.search(r"\b(?:answer|option|choice)\s*(?:is|:)?\s*\(?([A-Z])\)?(?![A-Za-z])", s, re.I)

@@ -13,10 +13,14 @@ then the answer from the selected evidence only:
   (code fences, a bare value instead of the object, a letter with its choice text),
   and the extractive answer is used, with the reason recorded, when it stays unusable;
 - without one (the CPU default), extractively, labelled ``mode = "extractive"``: a
-  multiple-choice question takes the choice best supported by the evidence, a table
-  question the rows and columns of the best evidence table that the question names,
-  a free-form question the table cell whose row and column headers match it, or the
-  number or sentence of the evidence that matches it best (lexical + embedding overlap).
+  multiple-choice question takes the choice whose words appear in the evidence unit
+  that is most about the question (lexical + embedding); a table question the rows
+  and columns of the best evidence table that the question names; a free-form
+  question the table cell whose row and column labels it names, or, from the
+  evidence sentences that match it best, the number nearest its words ("how many",
+  "what score"), the name next to the asked-for noun ("which toolkit / dataset"),
+  the clause after the verb ("what does X represent"), or else the whole sentence.
+  Nothing is generated: an answer that is not in the evidence cannot be given.
 
 The oracle rungs of the evaluation ladder pass ``papers`` (retrieval skipped) or
 ``evidence`` (gold locators, read back from the index, with their quotes).
@@ -32,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trident_local.docs.paper_meta import normalize_label, normalize_type
 from trident_local.errors import ModelOutputError, TridentError
-from trident_local.evaluate.trace_metrics import as_table, letters, mc_letter, normalize_label, normalize_type
+from trident_local.evaluate.trace_metrics import as_table, letters, mc_letter
 from trident_local.retrieve.objects import Evidence, ObjectRetriever, split_sentences
 from trident_local.retrieve.papers import PaperIndex
 
@@ -49,12 +54,25 @@ which what who whom whose when where why how does do did can could would should 
 their they them we our us you your he she his her i me my not no yes into over under between among about after before
 paper papers work study show shows shown reported report according value values number use used using""".split())  # noqa: SIM905
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*|\d+(?:\.\d+)?")
-_NUM = re.compile(r"(?<![\w.])[-−]?\d[\d,]*(?:\.\d+)?%?(?![\w])")
+_NUM = re.compile(r"(?<![\w.])[-−]?\d[\d,]*(?:\.\d+)?%?(?:\s?[–-]\s?\d[\d,]*(?:\.\d+)?%?)?(?![\w])|"
+                  r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", re.I)
+_ENTITY_Q = re.compile(
+    r"\b(?:which|what)\s+(?:[\w-]+\s+){0,4}?(system|model|method|approach|framework|toolkit|tool|library|"
+    r"dataset|benchmark|work|metric|algorithm|retriever|baseline|technique|module|architecture|corpus|"
+    r"language model|llm|solver|reasoner)s?\b|\bwhich (?:system|one) is it\b", re.I)
+_EXPLAIN_Q = re.compile(r"\bwhat (?:does|do|did) (.+?) (represent|denote|indicate|stand for|mean|measure|show)s?\b",
+                        re.I)
+_PAREN = re.compile(r"\s*\([^()]*\)")
+_METRIC = re.compile(r"(?:Macro-|Micro-)?(?:F1|F-1|BLEU(?:-\d)?|ROUGE(?:-[L\d])?|METEOR|AUC|EM|Acc|NDCG|MRR|PGR)", re.I)
+_NAME_TOKEN = re.compile(r"(?<![\w-])[A-Z][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*(?![\w-])")
+_NOT_NAMES = {"We", "The", "In", "Our", "This", "These", "That", "It", "For", "To", "As", "On", "By", "With",
+              "A", "An", "However", "Then", "Finally", "First", "Second", "Table", "Figure", "Fig", "Section",
+              "Appendix", "Equation", "And", "Or", "If", "When", "While", "Here", "There", "Each", "All"}
 _NUMERIC_Q = re.compile(
     r"\b(how many|how much|what percentage|what proportion|what fraction|which year|what year|how large|how long|"
-    r"how big|how high|how low|by how much|what (?:is|was|are|were) the (?:\w+ ){0,3}(?:number|percentage|"
-    r"proportion|ratio|accuracy|score|f1|f-1|value|size|count|total|average|mean|rate|precision|recall|"
-    r"macro-f1|micro-f1|bleu|rouge|auc|gain|improvement|drop|cost|time))\b", re.I)
+    r"how big|how high|how low|by how much|what (?:is |was |are |were )?(?:the )?(?:[\w-]+ ){0,3}(?:number|"
+    r"percentage|proportion|ratio|accuracy|score|f1|f-1|value|weight|size|count|total|average|mean|rate|"
+    r"precision|recall|macro-f1|micro-f1|bleu|rouge|auc|gain|improvement|drop|cost|time|alpha|threshold))\b", re.I)
 _SUPERLATIVE = re.compile(r"\b(highest|best|largest|most|greatest|top|maximum|lowest|worst|smallest|least|fewest|"
                           r"minimum)\b", re.I)
 _LOW = {"lowest", "worst", "smallest", "least", "fewest", "minimum"}
@@ -87,7 +105,7 @@ class TraceResult:
 
 # -- text helpers ---------------------------------------------------------------------------------------------------
 def _stem(w: str) -> str:
-    for suf in ("ing", "es", "ed", "s"):
+    for suf in ("ly", "ing", "es", "ed", "s"):
         if len(w) > len(suf) + 3 and w.endswith(suf):
             return w[: -len(suf)]
     return w
@@ -105,9 +123,70 @@ def overlap(q: set[str], text: str) -> float:
     return len(q & terms(text)) / len(q)
 
 
+def cover(q: set[str], label: str) -> float:
+    """Share of a row or column label's content words that the question uses."""
+    t = terms(label)
+    return len(q & t) / len(t) if t else 0.0
+
+
 def parse_table(text: str) -> list[list[str]]:
-    """Rows of an ingested table's text ("a | b | c" per line)."""
-    return [[c.strip() for c in ln.split(" | ")] for ln in text.splitlines() if ln.strip()]
+    """Rows of an ingested table's text ("a | b | c" per line), with merged cells split where the detector
+    merged them (see :func:`split_merged`)."""
+    return split_merged([[c.strip() for c in ln.split(" | ")] for ln in text.splitlines() if ln.strip()])
+
+
+def split_merged(rows: list[list[str]]) -> list[list[str]]:
+    """Undo two merges a table detector makes when a table has no inner rules.
+
+    Rows merged into one ("BM25 DPR RAPTOR | 57.3 60.4 62.4"): every cell of a body row holds the same number
+    k > 1 of space-separated items and all but the first are numbers: the row becomes k rows.
+    Sub-columns merged into one ("PrOntoQA | 47.40 67.80 61.00 | ..."): a column whose body cells all hold
+    the same number k > 1 of numbers becomes k columns; a header row with k words there is split too, and the
+    spanning header above is repeated over the new columns ("GPT-4 (gpt-4) Logic-LM").
+    """
+    if len(rows) < 2:
+        return rows
+    out: list[list[str]] = [rows[0]]
+    for r in rows[1:]:
+        parts = [c.split() for c in r]
+        ks = {len(p) for p in parts}
+        if len(r) >= 2 and len(ks) == 1 and (k := ks.pop()) > 1 and all(_is_num(x) for p in parts[1:] for x in p):
+            out += [[p[i] for p in parts] for i in range(k)]
+        else:
+            out.append(r)
+    rows = out
+    body = [r for r in rows[1:] if any(c.split() and all(_is_num(x) for x in c.split()) for c in r[1:])]
+    if not body:
+        return rows
+    width = max(len(r) for r in rows)
+    splits: dict[int, int] = {}
+    for j in range(1, width):
+        counts = {len(r[j].split()) if j < len(r) else -1 for r in body}
+        if len(counts) == 1 and (k := counts.pop()) > 1 and all(
+                all(_is_num(x) for x in r[j].split()) for r in body):
+            splits[j] = k
+    if not splits:
+        return rows
+    first_body = rows.index(body[0])
+    new_rows = []
+    for i, r in enumerate(rows):
+        nr: list[str] = []
+        for j in range(width):
+            cell = r[j] if j < len(r) else ""
+            k = splits.get(j)
+            if not k:
+                nr.append(cell)
+            elif i >= first_body or len(cell.split()) == k:
+                nr += cell.split() if len(cell.split()) == k else [cell] + [""] * (k - 1)
+            else:
+                nr += [cell] * k  # a spanning header: repeated over its sub-columns
+        new_rows.append(nr)
+    # a header row split into sub-columns under a spanning header row: join the two into one label per column
+    if first_body >= 2:
+        merged = [" ".join(x for x in (a, b) if x) for a, b in zip(new_rows[first_body - 2], new_rows[first_body - 1],
+                                                                  strict=False)]
+        new_rows = new_rows[: first_body - 2] + [merged] + new_rows[first_body:]
+    return new_rows
 
 
 def _is_num(s: str) -> bool:
@@ -170,6 +249,8 @@ class Extractive:
         """(cell, support, score): the cell whose row label and column header best match the question; for a
         superlative question ("which model is best on X"), the row label of the column's extreme value."""
         q = terms(question)
+        if re.search(r"\bhow many\b", question, re.I):
+            q |= {"count", "number", "size", "total"}
         best: tuple[float, str, str] | None = None
         sup = _SUPERLATIVE.search(question)
         for e in evidence:
@@ -180,7 +261,7 @@ class Extractive:
                 continue
             nh = _header_rows(rows)
             cols = _column_labels(rows, nh)
-            col_score = [overlap(q, c) for c in cols]
+            col_score = [cover(q, c) for c in cols]
             if sup and not numeric and re.search(r"\b(which|what|who)\b", question, re.I):
                 j = int(np.argmax(col_score[1:])) + 1 if len(col_score) > 1 else 0
                 vals = [(_num_value(r[j]), r[0]) for r in rows[nh:] if j < len(r) and _is_num(r[j]) and r[0]]
@@ -191,19 +272,69 @@ class Extractive:
                         best = (s, pick[1], f"{e.label or e.object_id}: column {cols[j]!r}")
                 continue
             for r in rows[nh:]:
-                rs = overlap(q, r[0]) if r else 0.0
+                rs = cover(q, r[0]) if r else 0.0
                 for j, cell in enumerate(r[1:], start=1):
                     if not cell or (numeric and not _is_num(cell)):
                         continue
-                    s = rs + (col_score[j] if j < len(col_score) else 0.0)
-                    if s > 0 and (best is None or s > best[0]):
+                    cs = col_score[j] if j < len(col_score) else 0.0
+                    s = rs + cs
+                    if rs > 0 and cs > 0 and (best is None or s > best[0]):
                         best = (s, cell, f"{e.label or e.object_id}: row {r[0]!r}, column {cols[j] if j < len(cols) else j!r}")
         return (best[1], best[2], best[0]) if best else None
+
+    @staticmethod
+    def entity(question: str, sentence: str) -> str | None:
+        """For "which toolkit/model/dataset ..." questions: the name in ``sentence`` that the question does not
+        already use, preferring one next to the asked-for noun ("the Pyserini toolkit", "model TRUE");
+        parentheses (citations, acronyms) are skipped."""
+        m = _ENTITY_Q.search(question)
+        if not m:
+            return None
+        head = (m.group(1) or "").lower()
+        q = {w.lower() for w in _WORD.findall(question)}
+        text = _PAREN.sub("", sentence)
+        best, best_s = None, 0.0
+        for k, t in enumerate(_NAME_TOKEN.finditer(text)):
+            name = t.group(0).rstrip(".")
+            if name in _NOT_NAMES or name.lower() in q or _stem(name.lower()) in {_stem(x) for x in q}:
+                continue
+            if _METRIC.fullmatch(name) and head != "metric":
+                continue  # a score's name does not answer "which dataset / model / toolkit"
+            if t.start() == 0 and sum(c.isupper() for c in name) < 2:
+                continue  # an ordinary sentence-initial word
+            score = 1.0 / (1 + 0.1 * k)
+            if sum(c.isupper() for c in name) >= 2 or any(c.isdigit() for c in name) or "-" in name:
+                score += 0.5
+            if head:
+                before = text[max(0, t.start() - 25): t.start()].lower().split()
+                after = text[t.end(): t.end() + 25].lower().split()
+                if (before and _stem(before[-1]) == _stem(head)) or (after and _stem(after[0]) == _stem(head)):
+                    score += 2.0
+            if score > best_s:
+                best, best_s = name, score
+        return best
+
+    @staticmethod
+    def explanation(question: str, sentence: str) -> tuple[str, float] | None:
+        """For "what does X represent/denote/...": (the clause after that verb in ``sentence``, how well the
+        clause's subject matches X)."""
+        m = _EXPLAIN_Q.search(question)
+        if not m:
+            return None
+        subject, verb = terms(m.group(1)), m.group(2).split()[0].lower()
+        best = None
+        for clause in re.split(r"[;.]\s+", sentence):
+            v = re.search(rf"\b{verb}(?:s|es|ed)?\b\s+(.+?)(?:[.;]|,\s|$)", clause, re.I)
+            if v:
+                fit = overlap(subject, clause[: v.start()])
+                if best is None or fit > best[1]:
+                    best = (v.group(1).strip(), fit)
+        return best
 
     def free_form(self, question: str, evidence: Sequence[Evidence]) -> tuple[str, str]:
         numeric = bool(_NUMERIC_Q.search(question))
         cell = self.table_cell(question, evidence, numeric)
-        if cell and cell[2] >= 0.5:
+        if cell and cell[2] >= 1.0:
             value = cell[0]
             if numeric:
                 m = _NUM.search(value)
@@ -215,8 +346,9 @@ class Extractive:
         if numeric:
             q = terms(question)
             for _, u in ranked[:3]:
-                nums = list(_NUM.finditer(u.text))
-                nums = [m for m in nums if not re.fullmatch(r"\d", m.group(0)) or len(nums) == 1]
+                nums = [m for m in _NUM.finditer(u.text)  # not the numbers of labels ("Table 2", "Section 4")
+                        if not re.search(r"(?:Table|Figure|Fig\.|Section|Sec\.|Eq\.|Equation|Appendix|Algorithm)\s*\(?$",
+                                         u.text[: m.start()])]
                 if not nums:
                     continue
                 words = u.text.split()
@@ -227,6 +359,14 @@ class Extractive:
                     return min((abs(k - p) for p in pos), default=0)
 
                 return min(nums, key=dist).group(0), u.text
+        explained = [(x, u) for _, u in ranked[:5] if (x := self.explanation(question, u.text))]
+        if explained:
+            (clause, _), u = max(explained, key=lambda e: e[0][1])
+            return clause, u.text
+        for _, u in ranked[:3]:
+            picked = self.entity(question, u.text)
+            if picked:
+                return picked, u.text
         return ranked[0][1].text, ranked[0][1].text
 
     def multiple_choice(self, question: str, choices: Sequence[str], evidence: Sequence[Evidence]) -> tuple[str, str]:
@@ -238,11 +378,15 @@ class Extractive:
             return letters(len(choices))[0], ""
         texts = [u.text for u in units]
         all_text = " ".join(texts).lower()
+        q = terms(question)
+        rel = 0.5 * np.array([overlap(q, t) for t in texts]) + 0.5 * self._cos(question, texts)
         best, best_s, support = 0, -1e9, ""
         for ci, c in enumerate(choices):
             ct = terms(c)
             cos = self._cos(f"{question} {c}", texts)
-            per = [0.6 * overlap(ct, u.text) + 0.4 * float(x) for u, x in zip(units, cos, strict=True)]
+            # a unit supports a choice when it holds the choice's words and is about the question
+            per = [overlap(ct, u.text) * (0.2 + float(r)) + 0.1 * float(x)
+                   for u, r, x in zip(units, rel, cos, strict=True)]
             k = int(np.argmax(per))
             s = per[k]
             nums = [n.group(0).rstrip("%") for n in _NUM.finditer(c)]
@@ -317,9 +461,10 @@ def parse_model_answer(text: str, fmt: str, choices: Sequence[str]) -> tuple[Any
     try:
         value = parse_json(text)
     except ModelOutputError:
-        if fmt != "free_form" or not text.strip():
+        raw = text.strip().strip('"').strip()
+        if not raw or fmt == "table" and len(as_table(raw)) < 2:
             raise
-        value, repairs = {"answer": text.strip()}, ["reply was not JSON: taken as the answer text"]
+        value, repairs = {"answer": raw}, ["reply was not JSON: taken as the answer text"]
     if isinstance(value, Mapping):
         if "answer" not in value:
             raise ModelOutputError(f"model reply has no 'answer': {str(value)[:200]}")
@@ -394,8 +539,8 @@ class Tracer:
             obj = max(cands, key=lambda o: overlap(q, f"{o.caption} {o.text}")) if cands and (want or q) else None
             label = str(it.get("object") or "") or (obj.label if obj else "")
             text = obj.text if obj else ""
-            if quote and quote not in text:
-                text = f"{text}\n{quote}".strip() if typ != "table" or not text else f"{text}\n\n{quote}"
+            if quote and (not text or typ != "table" and quote not in text):
+                text = f"{text}\n{quote}".strip()  # a table keeps its rows: the quote would read as one more
             out.append(Evidence(self.papers.paper_id(doc_id), doc_id, page, typ, obj.object_id if obj else "",
                                 label, obj.caption if obj else "", text, 1.0, "oracle"))
         return out
@@ -429,7 +574,7 @@ class Tracer:
                 doc_ids = [h.doc_id for h in sel]
                 cand_info = [{"paper": h.paper_id, "title": h.title, "score": round(h.score, 5), "named": h.named,
                               "selected": h.doc_id in doc_ids} for h in hits[:5]]
-            ranked = self.objects.search(question, doc_ids)
+            ranked = self.objects.search(question, doc_ids, answer_format=fmt)
             chosen_ev = self.objects.select(question, ranked, doc_ids, per_paper=self.per_paper,
                                             max_items=self.max_evidence)
             locators = [e.locator() for e in chosen_ev]
