@@ -58,6 +58,8 @@ def run(
     split: str = typer.Option("test", help="test | calib | all"),
     params: Path = typer.Option(None, help="No-model scorer parameters (JSON) instead of calibrating."),
     calibrate: bool = typer.Option(True, help="Calibrate the no-model scorer on the calib split first."),
+    objective: str = typer.Option("accuracy", help="Calibration objective: 'accuracy', or 'recall:R' (keep at "
+                                  "least a share R of the calib split's supported claims)."),
     save_params: Path = typer.Option(None, help="Write the no-model scorer parameters used here (JSON)."),
     bootstrap: int = typer.Option(1000, min=10, help="Document-cluster bootstrap replicates."),
     seed: int = typer.Option(0, help="Bootstrap seed."),
@@ -93,7 +95,8 @@ def run(
     with Progress(console=err_console, transient=True) as progress:
         task = progress.add_task("verifying", total=n)
         res = run_citations(Index.open(index_dir), instances, text=text_judge, image=image_judge, window=window,
-                            params=scorer_params, calibrate=calibrate, split=split, n_boot=bootstrap, seed=seed,
+                            params=scorer_params, calibrate=calibrate, objective=objective, split=split,
+                            n_boot=bootstrap, seed=seed,
                             batch_size=batch_size, max_tokens=max_tokens,
                             on_progress=lambda k: progress.advance(task, k))
     res["config"]["instances"] = str(instances_path)

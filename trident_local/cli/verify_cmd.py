@@ -81,7 +81,7 @@ def verify(
         table.add_column(col, overflow="fold")
     colors = {"keep": "green", "fix-page": "yellow", "remove": "red", "flag": "magenta"}
     for r in report.results:
-        ch = {j.channel: j.verdict for j in r.judgements}
+        ch = {j.channel: j.verdict + (f" {j.score:.2f}" if j.score is not None else "") for j in r.judgements}
         table.add_row(r.claim.claim_id, escape(_short(r.claim.text)), str(r.cited_page), ch.get("text", "-"),
                       ch.get("image", "-"), r.verdict, f"[{colors.get(r.action, 'white')}]{r.action}[/]",
                       str(r.new_page or ""), ", ".join(r.flags))

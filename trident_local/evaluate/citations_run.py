@@ -38,7 +38,7 @@ def _check_docs(store: Any, instances: Sequence[Instance]) -> dict[str, str]:
 
 
 def calibrate_scorer(scorer: Any, instances: Sequence[Instance], doc_map: dict[str, str], *,
-                     info: dict[str, Any] | None = None) -> Any:
+                     objective: str = "accuracy", info: dict[str, Any] | None = None) -> Any:
     """Fit the no-model scorer's weights and threshold on ``instances`` (label supported vs not)."""
     from trident_local.verify.judge_common import JudgeItem
     from trident_local.verify.judge_text import fit_params
@@ -48,8 +48,11 @@ def calibrate_scorer(scorer: Any, instances: Sequence[Instance], doc_map: dict[s
     keep = [(f, i.label == SUPPORTED) for f, i in zip(feats, instances, strict=True) if f is not None]
     if not keep:
         raise TridentError("no calibration instance has page text; cannot calibrate the no-model scorer")
-    return fit_params([f for f, _ in keep], [y for _, y in keep],
-                      info={**(info or {}), "skipped_no_text": len(instances) - len(keep)})
+    try:
+        return fit_params([f for f, _ in keep], [y for _, y in keep], objective=objective,
+                          info={**(info or {}), "skipped_no_text": len(instances) - len(keep)})
+    except ValueError as e:
+        raise TridentError(f"cannot calibrate the no-model scorer: {e}") from e
 
 
 def run_citations(
@@ -61,6 +64,7 @@ def run_citations(
     window: int = 2,
     params: Any = None,
     calibrate: bool = True,
+    objective: str = "accuracy",
     split: str = "test",
     n_boot: int = 1000,
     seed: int = 0,
@@ -84,7 +88,7 @@ def run_citations(
         calib = [i for i in instances if i.split == "calib"]
         if params is None and calibrate and calib and split != "all":
             seeds = sorted({i.seed for i in calib})
-            scorer.params = calibrate_scorer(scorer, calib, doc_map, info={
+            scorer.params = calibrate_scorer(scorer, calib, doc_map, objective=objective, info={
                 "data": "calib split of the instances (documents disjoint from the test split)",
                 "instances": len(calib), "documents": len({i.doc for i in calib}), "build_seed": seeds})
         calibration = scorer.params.to_dict()

@@ -11,6 +11,8 @@ Pure functions over strings, used by the no-model support scorer
 - Content words: lower-cased words minus stop words (question words included),
   Snowball-stemmed; coverage is also weighted by each word's rarity across the
   pages of the same document (a word on every page says little about any one).
+- Verbatim clauses: a clause of the claim (between dashes, commas, semicolons,
+  colons, parentheses) found word for word on the page.
 """
 
 from __future__ import annotations
@@ -108,11 +110,19 @@ class PageTerms:
     numbers: frozenset[str]
     words: frozenset[str]  # lower-cased raw tokens (for entities)
     terms: frozenset[str]  # stemmed content words
+    flat: str = " "  # the page's lower-cased tokens joined by single spaces (for verbatim phrases)
 
     @classmethod
     def of(cls, text: str) -> PageTerms:
         toks = _TOKEN_RE.findall(text.lower())
-        return cls(frozenset(numbers(text)), frozenset(toks), frozenset(content_terms(text)))
+        return cls(frozenset(numbers(text)), frozenset(toks), frozenset(content_terms(text)),
+                   " " + " ".join(toks) + " ")
+
+
+def verbatim(phrase: str, page: PageTerms) -> bool:
+    """Does ``phrase`` occur on the page word for word (case, punctuation and spacing ignored)?"""
+    toks = _TOKEN_RE.findall(phrase.lower())
+    return bool(toks) and f" {' '.join(toks)} " in page.flat
 
 
 def idf(term_sets: Iterable[frozenset[str]]) -> dict[str, float]:
@@ -134,6 +144,8 @@ FEATURES: tuple[str, ...] = (
     "coverage",  # fraction of the claim's content words on the page
     "idf_coverage",  # the same, weighted by within-document rarity
     "min_clause_coverage",  # the worst-covered clause of the claim
+    "clauses_verbatim",  # fraction of the claim's clauses found word for word on the page
+    "any_clause_verbatim",  # at least one clause is found word for word
     "similarity",  # best cosine between the claim and a window of the page (sentence embedder)
 )
 
@@ -153,7 +165,9 @@ def lexical_features(claim: str, page: PageTerms, doc_idf: dict[str, float] | No
     else:
         idf_cov = 1.0
     clause_covs = []
-    for c in clauses(claim):
+    parts = clauses(claim)
+    found_verbatim = [verbatim(c, page) for c in parts]
+    for c in parts:
         ct = content_terms(c)
         cn = list(dict.fromkeys(numbers(c)))
         units = len(ct) + len(cn)
@@ -168,4 +182,6 @@ def lexical_features(claim: str, page: PageTerms, doc_idf: dict[str, float] | No
         "coverage": cov,
         "idf_coverage": idf_cov,
         "min_clause_coverage": min(clause_covs) if clause_covs else 1.0,
+        "clauses_verbatim": sum(found_verbatim) / len(found_verbatim),
+        "any_clause_verbatim": 1.0 if any(found_verbatim) else 0.0,
     }
