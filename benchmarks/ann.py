@@ -176,6 +176,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.queries} queries x "
           f"{args.query_tokens} tokens; pages {args.page_tokens} x {args.dim} {args.dtype}")  # fmt: skip
+    load_at_start = os.getloadavg()
+    print(f"load average (1/5/15 min) at start: {load_at_start}: other jobs share this machine")
     rows = []
     for n_pages in sorted(args.pages):
         print(f"pages={n_pages}", flush=True)
@@ -190,7 +192,7 @@ def main() -> None:
         "rows": rows,
         "recall_at_k": rows[-1]["chosen"]["recall"], "speedup": rows[-1]["chosen"]["speedup"],
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "machine": {"torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count()},
+        "machine": {"loadavg_at_start": load_at_start, "loadavg_at_end": os.getloadavg(), "torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count()},
     }  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))

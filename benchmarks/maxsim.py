@@ -251,6 +251,8 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
           f"cpu capability {torch.backends.cpu.get_cpu_capability()}; {args.queries} queries x {args.query_tokens} "
           f"tokens, pages {args.page_tokens} x {args.dim}")  # fmt: skip
+    load_at_start = os.getloadavg()
+    print(f"load average (1/5/15 min) at start: {load_at_start}: other jobs share this machine")
     rows = []
     for n_pages in args.pages:
         for dtype in args.dtypes:
@@ -261,7 +263,7 @@ def main() -> None:
         **summary(rows),
         "rows": rows,
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "probe"},
-        "machine": {"torch": torch.__version__, "threads": torch.get_num_threads(),
+        "machine": {"loadavg_at_start": load_at_start, "loadavg_at_end": os.getloadavg(), "torch": torch.__version__, "threads": torch.get_num_threads(),
                     "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpus": os.cpu_count()},
         "notes": "best of --repeats interleaved runs; peak memory = RSS delta in a fresh subprocess per method",
     }  # fmt: skip

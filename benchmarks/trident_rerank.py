@@ -31,7 +31,9 @@ PAPER = {
     ("colpali", "full"): (0.581, 0.788),
 }
 PAPER_ABLATION_F1 = {  # (BGE-M3 pool, ColPali pool)
-    "full": (0.546, 0.581), "drop-caption": (0.416, 0.498), "drop-concepts": (0.515, 0.593),
+    "full": (0.546, 0.581),
+    "drop-caption": (0.416, 0.498),
+    "drop-concepts": (0.515, 0.593),
     "drop-entities": (0.507, 0.588),
 }
 PAPER_POOL = {"dense": "bge-m3 (dense)", "colpali": "colpali"}
@@ -41,7 +43,9 @@ def available_pools(index, wanted: list[str]) -> tuple[list[str], list[str]]:
     """Pools to run, and notes on the ones left out (colpali needs a multi-vector profile and its pool)."""
     run, notes = [], []
     for p in wanted:
-        if p == "colpali" and (index.config.multivector == "none" or "colpali" not in index.store.manifest.pools):
+        if p == "colpali" and (
+            index.config.multivector == "none" or "colpali" not in index.store.manifest.pools
+        ):
             notes.append("colpali: not in this index (no multi-vector page embedder on CPU); skipped")
             continue
         run.append(p)
@@ -78,9 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     chat = build_model("chat", args.profile)
     embedder = build_model("embedder", index.config.embedder)
     k = args.k
-    print(f"{len(records)} questions ({len(answerable)} answerable with gold pages); "
-          f"skipped {len(loaded.bad_pages)} with gold pages beyond the document, "
-          f"{sum(loaded.missing_docs.values())} of documents not in the index", file=sys.stderr)
+    print(
+        f"{len(records)} questions ({len(answerable)} answerable with gold pages); "
+        f"skipped {len(loaded.bad_pages)} with gold pages beyond the document, "
+        f"{sum(loaded.missing_docs.values())} of documents not in the index",
+        file=sys.stderr,
+    )
 
     retrieval: dict[str, dict[str, dict]] = {}
     for pool in pools:
@@ -101,8 +108,17 @@ def main(argv: list[str] | None = None) -> int:
                 if c == "raw":
                     ranked = pool_pages[:k]
                 else:
-                    res = rerank_pool(index, r.question, hits, fields=c, chat=chat, chat_name=args.profile, k_max=k,
-                                      embedder=embedder, qvec=qvec)
+                    res = rerank_pool(
+                        index,
+                        r.question,
+                        hits,
+                        fields=c,
+                        chat=chat,
+                        chat_name=args.profile,
+                        k_max=k,
+                        embedder=embedder,
+                        qvec=qvec,
+                    )
                     ranked = [h.page for h in res.hits]
                     fallbacks[c] += int(res.fallback)
                     secs[c] += time.perf_counter() - t1
@@ -111,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                 m["k"] = float(len(ranked))
                 rows[c].append(m)
             if (i + 1) % 100 == 0:
-                print(f"  {pool}: {i + 1}/{len(answerable)} ({time.perf_counter() - t_pool:.0f} s)", file=sys.stderr)
+                print(
+                    f"  {pool}: {i + 1}/{len(answerable)} ({time.perf_counter() - t_pool:.0f} s)",
+                    file=sys.stderr,
+                )
         retrieval[pool] = {}
         for c in configs:
             s = mean_metrics(rows[c])
@@ -124,9 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         retrieval[pool]["retrieve_ms_per_query"] = 1000 * secs["retrieve"] / max(len(answerable), 1)
 
     reranker = "no-model:fused-match" if chat is None else f"model:{args.profile}"
-    print(f"\nRetrieval at K = {k} (pool M = {args.pool_depth}), {len(answerable)} answerable questions, "
-          f"reranker {reranker}")
-    print(f"{'pool':8} {'setting':14} {'F1@5':>6} {'MRR':>6} {'meanK':>6} {'R@20':>6} | paper F1 / MRR")
+    print(
+        f"\nRetrieval at K = {k} (pool M = {args.pool_depth}), {len(answerable)} answerable questions, "
+        f"reranker {reranker}"
+    )
+    print(f"{'pool':8} {'setting':20} {'F1@5':>6} {'MRR':>6} {'meanK':>6} {'R@20':>6} | paper F1 / MRR")
     for pool, res in retrieval.items():
         for c in ("raw", "full", "caption-only"):
             if c not in res:
@@ -134,14 +155,22 @@ def main(argv: list[str] | None = None) -> int:
             s = res[c]
             paper = PAPER.get((PAPER_POOL.get(pool, ""), c))
             ptxt = f"{paper[0]:.3f} / {paper[1]:.3f}" if paper else "-"
-            print(f"{pool:8} {('raw top-5' if c == 'raw' else 'rerank ' + c):14} {s[f'f1@{k}']:6.3f} {s['mrr']:6.3f} "
-                  f"{s['mean_k']:6.2f} {s[f'recall@{args.pool_depth}']:6.3f} | {ptxt}")
+            setting = "raw top-5" if c == "raw" else "rerank " + c
+            print(
+                f"{pool:8} {setting:20} {s[f'f1@{k}']:6.3f} {s['mrr']:6.3f} "
+                f"{s['mean_k']:6.2f} {s[f'recall@{args.pool_depth}']:6.3f} | {ptxt}"
+            )
     if ablation_pools:
         print(f"\nField ablation (F1@5 / MRR / mean K), reranker {reranker}")
-        print(f"{'fields':14} " + " ".join(f"{p:>22}" for p in ablation_pools) + " | paper F1 BGE-M3 / ColPali")
+        print(
+            f"{'fields':14} " + " ".join(f"{p:>22}" for p in ablation_pools) + " | paper F1 BGE-M3 / ColPali"
+        )
         for c in FIELD_SETS:
-            vals = " ".join(f"{retrieval[p][c][f'f1@{k}']:.3f} / {retrieval[p][c]['mrr']:.3f} / "
-                            f"{retrieval[p][c]['mean_k']:.2f}".rjust(22) for p in ablation_pools)
+            vals = " ".join(
+                f"{retrieval[p][c][f'f1@{k}']:.3f} / {retrieval[p][c]['mrr']:.3f} / "
+                f"{retrieval[p][c]['mean_k']:.2f}".rjust(22)
+                for p in ablation_pools
+            )
             paper = PAPER_ABLATION_F1.get(c)
             print(f"{c:14} {vals} | {f'{paper[0]:.3f} / {paper[1]:.3f}' if paper else '-'}")
     for n in notes:
@@ -153,28 +182,56 @@ def main(argv: list[str] | None = None) -> int:
 
         for rerank in ("none", "annotated"):
             t0 = time.perf_counter()
-            rep = run_qa(index, records, pool=args.qa_pool, rerank=rerank, answer="auto", chat=chat,
-                         chat_name=args.profile, embedder=embedder)
+            rep = run_qa(
+                index,
+                records,
+                pool=args.qa_pool,
+                rerank=rerank,
+                answer="auto",
+                chat=chat,
+                chat_name=args.profile,
+                embedder=embedder,
+            )
             qa[rerank] = {**rep.summary, "seconds": time.perf_counter() - t0}
         mode = "extractive (no model)" if chat is None else f"auto, {args.profile}"
         print(f"\nQA ({mode}), {args.qa_pool} pool, {len(records)} questions incl. unanswerable")
-        print(f"{'rerank':10} {'acc':>6} {'F1':>6} {'meanK':>6} {'predNA':>6} " + " ".join(
-            f"{f:>6}" for f in ("Int", "Float", "Str", "List", "None")))
+        print(
+            f"{'rerank':10} {'acc':>6} {'F1':>6} {'meanK':>6} {'predNA':>6} "
+            + " ".join(f"{f:>6}" for f in ("Int", "Float", "Str", "List", "None"))
+        )
         for rerank, s in qa.items():
-            per = " ".join(f"{s['per_format'].get(f, {}).get('accuracy', 0.0):6.3f}"
-                           for f in ("Int", "Float", "Str", "List", "None"))
-            print(f"{rerank:10} {s['accuracy']:6.3f} {s['f1']:6.3f} {s['mean_k']:6.2f} "
-                  f"{s['predicted_not_answerable']:6d} {per}")
+            per = " ".join(
+                f"{s['per_format'].get(f, {}).get('accuracy', 0.0):6.3f}"
+                for f in ("Int", "Float", "Str", "List", "None")
+            )
+            print(
+                f"{rerank:10} {s['accuracy']:6.3f} {s['f1']:6.3f} {s['mean_k']:6.2f} "
+                f"{s['predicted_not_answerable']:6d} {per}"
+            )
         print(f"protocol: {next(iter(qa.values()))['protocol']}")
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "dataset": str(args.dataset), "index": str(args.index), "k": k, "pool_depth": args.pool_depth,
-        "reranker": reranker, "n_questions": len(records), "n_answerable": len(answerable),
-        "skipped_bad_pages": [list(x) for x in loaded.bad_pages], "notes": notes, "retrieval": retrieval, "qa": qa,
-        "paper": {f"{p}|{c}": v for (p, c), v in PAPER.items()}, "paper_ablation_f1": PAPER_ABLATION_F1,
-    }, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "dataset": str(args.dataset),
+                "index": str(args.index),
+                "k": k,
+                "pool_depth": args.pool_depth,
+                "reranker": reranker,
+                "n_questions": len(records),
+                "n_answerable": len(answerable),
+                "skipped_bad_pages": [list(x) for x in loaded.bad_pages],
+                "notes": notes,
+                "retrieval": retrieval,
+                "qa": qa,
+                "paper": {f"{p}|{c}": v for (p, c), v in PAPER.items()},
+                "paper_ablation_f1": PAPER_ABLATION_F1,
+            },
+            indent=2,
+        )
+    )
     print(f"\nwrote {out}")
     return 0
 

@@ -5,11 +5,12 @@ hopeless for a query. Following PLAID (Santhanam et al., 2022), page tokens are 
 (faiss k-means on a sample) and every page is reduced to the set of centroids its tokens
 fall in. A query then works in centroid space:
 
-1. probe: each query token picks its ``nprobe`` best centroids; the pages listed under
-   them get, per query token, the best probed centroid score (a token that probes none of
-   a page's centroids gets its ``nprobe``-th score: an upper bound);
-2. centroid interaction: the best ``4 x n_candidates`` of those are rescored with
-   MaxSim against *all* their centroids (the page's tokens replaced by centroids);
+1. voting: each query token picks its ``nprobe`` best centroids and gives each the
+   margin of its score over the ``nprobe``-th; a page sums the votes of the centroids it
+   contains (one sparse mat-vec over the probed inverted lists);
+2. centroid interaction: the best ``2 x n_candidates`` pages are rescored with MaxSim
+   against *all* their centroids (the page's tokens replaced by centroids), and the two
+   rankings are fused by reciprocal rank;
 3. the best ``n_candidates`` are scored exactly with :func:`kernels.maxsim`.
 
 Stored as plain ``.npy`` files plus ``meta.json`` in a directory.
@@ -17,6 +18,7 @@ Stored as plain ``.npy`` files plus ``meta.json`` in a directory.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import faiss
 import numpy as np
+import scipy.sparse
 import torch
 
 from kernels.cpu import Precision, cpu_has_fast_bf16
@@ -36,16 +39,19 @@ FORMAT = "kernels.TokenIVF"
 VERSION = 1
 PAGES_DIR = "pages"
 ARRAYS = ("centroids", "list_offsets", "list_pages", "code_offsets", "codes")
-CI_FACTOR = 4  # stage 2 rescoring width, in multiples of n_candidates
+CI_FACTOR = 2  # stage 2 rescoring width, in multiples of n_candidates
+SAMPLE_PER_CENTROID = 40  # k-means training points per centroid (faiss asks for >= 39)
+RRF_K = 60
 STOP_LIST_FRACTION = 0.1  # stage 1 skips centroids listing more pages than this fraction
 
 
 def default_n_centroids(total_tokens: int) -> int:
-    """A power of two near ``sqrt(tokens)``. PLAID uses ``16 * sqrt``; page-level
-    candidates need far fewer, and each halving halves k-means and assignment time."""
+    """A power of two near ``2 * sqrt(tokens)``. PLAID uses ``16 * sqrt``; page-level
+    candidates need fewer, and each halving halves k-means and assignment time. Much
+    coarser than this, merged clusters cost recall (measured in benchmarks/ann.py)."""
     if total_tokens <= 0:
         return 1
-    return int(min(max(2 ** round(math.log2(math.sqrt(total_tokens))), 16), 1 << 16))
+    return int(min(max(2 ** round(math.log2(2 * math.sqrt(total_tokens))), 16), 1 << 16))
 
 
 def sample_rows(tokens: Array, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -54,7 +60,7 @@ def sample_rows(tokens: Array, n: int, rng: np.random.Generator) -> np.ndarray:
     return as_tensor(tokens)[torch.from_numpy(idx)].float().numpy()
 
 
-def assign_tokens(tokens: Array, centroids: torch.Tensor, chunk: int = 1 << 16) -> np.ndarray:
+def assign_tokens(tokens: Array, centroids: torch.Tensor, tile_elements: int = 1 << 23) -> np.ndarray:
     """Nearest centroid (L2) of every token, in blocks: ``argmax(x.c - |c|^2 / 2)``.
 
     The GEMM runs in bf16 where the hardware has it (AMX/AVX512-BF16 CPUs, GPUs): several
@@ -67,9 +73,10 @@ def assign_tokens(tokens: Array, centroids: torch.Tensor, chunk: int = 1 << 16) 
     weights = centroids.to(dtype).T.contiguous()
     bias = 0.5 * (centroids * centroids).sum(1)
     out = np.empty(src.shape[0], dtype=np.int32)
+    chunk = max(256, tile_elements // centroids.shape[0])  # score tile stays ~32 MiB
     for start in range(0, src.shape[0], chunk):
         x = src[start : start + chunk].to(device=centroids.device, dtype=dtype)
-        scores = torch.mm(x, weights).float() - bias
+        scores = torch.mm(x, weights).float().sub_(bias)
         out[start : start + x.shape[0]] = scores.argmax(1).cpu().numpy()
     return out
 
@@ -100,7 +107,7 @@ class TokenIVF:
     list_pages: np.ndarray  # [nnz] int32, unique pages per centroid
     code_offsets: np.ndarray  # [n_pages + 1] int64
     codes: np.ndarray  # [nnz] int32, unique centroids per page
-    nprobe: int = 8
+    nprobe: int = 4
     n_candidates: int = 256
     pages: PackedPages | None = field(default=None, repr=False)
 
@@ -121,7 +128,7 @@ class TokenIVF:
         sample_tokens: int | None = None,
         niter: int = 10,
         spherical: bool | None = None,
-        nprobe: int = 8,
+        nprobe: int = 4,
         n_candidates: int = 256,
         seed: int = 0,
         verbose: bool = False,
@@ -137,7 +144,9 @@ class TokenIVF:
             raise ValueError("cannot build an index over pages without tokens")
         k = n_centroids or default_n_centroids(total)
         rng = np.random.default_rng(seed)
-        sample = sample_rows(packed.tokens, sample_tokens or min(total, 64 * k), rng)
+        sample = sample_rows(
+            packed.tokens, sample_tokens or min(total, max(SAMPLE_PER_CENTROID * k, 100_000)), rng
+        )
         k = min(k, sample.shape[0])
         if spherical is None:
             spherical = bool(np.allclose(np.linalg.norm(sample[:1000], axis=1), 1.0, atol=1e-2))
@@ -152,34 +161,35 @@ class TokenIVF:
         code_offsets, codes = csr_from_pairs(page_of * k + assignment, packed.n_pages, k)
         return cls(centroids, list_offsets, list_pages, code_offsets, codes, nprobe, n_candidates, packed)
 
-    def _probe(self, q_scores: torch.Tensor, nprobe: int) -> torch.Tensor:
-        """Stage 1: per-token best probed centroid score, summed -> ``[n_pages]``.
+    @functools.cached_property
+    def _lists(self) -> scipy.sparse.csr_matrix:
+        """Centroid x page incidence matrix over the inverted lists."""
+        ones = np.ones(self.list_pages.size, dtype=np.float32)
+        return scipy.sparse.csr_matrix(
+            (ones, self.list_pages, self.list_offsets), (self.n_centroids, self.n_pages)
+        )
+
+    def _probe(self, q_scores: torch.Tensor, nprobe: int) -> np.ndarray:
+        """Stage 1, centroid voting: each query token gives each of its ``nprobe`` best
+        centroids the margin of its score over its ``nprobe``-th score, and a page collects
+        the votes of the centroids it contains -> ``[n_pages]``. One sparse mat-vec over the
+        probed lists only.
 
         Centroids listing more than ``STOP_LIST_FRACTION`` of all pages and 4x the mean
-        list length (blank-patch "stop words") are skipped: they add about the same to every page, and scanning them
-        would cost O(n_pages) per query token. A token whose best centroid is one of them
-        is skipped whole, so its weaker probes do not single out a few pages.
+        list (blank-patch "stop words") cast no votes: they add about the same to every
+        page and would cost O(n_pages) per query token. A token whose best centroid is one
+        of them abstains entirely, so its weaker probes do not single out a few pages.
         """
-        nprobe = min(nprobe, self.n_centroids)
-        top = torch.topk(q_scores, nprobe, dim=1)
+        top = torch.topk(q_scores, min(nprobe, self.n_centroids), dim=1)
+        cids, values = top.indices.numpy(), top.values.numpy()
         list_lengths = np.diff(self.list_offsets)
         limit = max(STOP_LIST_FRACTION * self.n_pages, 4 * list_lengths.mean())
-        cids = top.indices.numpy()
         short = list_lengths[cids] <= limit
         keep = short & short[:, :1]
-        tokens = np.flatnonzero(keep[:, 0])
-        best = top.values[torch.from_numpy(tokens), -1][:, None].repeat(1, self.n_pages)
-        if tokens.size == 0:
-            return best.sum(0) if best.shape[0] else torch.zeros(self.n_pages)
-        rank = np.full(keep.shape[0], -1)
-        rank[tokens] = np.arange(tokens.size)
-        sel_tok, sel_probe = np.nonzero(keep)
-        flat, owner = ranges_to_index(self.list_offsets, cids[sel_tok, sel_probe])
-        pages = torch.from_numpy(self.list_pages[flat].astype(np.int64))
-        row = torch.from_numpy(rank[sel_tok[owner]])
-        values = top.values[torch.from_numpy(sel_tok[owner]), torch.from_numpy(sel_probe[owner])]
-        best.view(-1).scatter_reduce_(0, row * self.n_pages + pages, values, reduce="amax")
-        return best.sum(0)
+        margins = (values - values[:, -1:])[keep]
+        probed, slot = np.unique(cids[keep], return_inverse=True)
+        votes = np.bincount(slot, weights=margins, minlength=probed.size)
+        return np.asarray(self._lists[probed].T @ votes.astype(np.float32))
 
     def _centroid_interaction(self, q_scores: torch.Tensor, cand: np.ndarray) -> torch.Tensor:
         """Stage 2: MaxSim with each candidate's tokens replaced by their centroids."""
@@ -201,7 +211,7 @@ class TokenIVF:
         n_cand = n_candidates or self.n_candidates
         centroids = torch.from_numpy(self.centroids)
         q_all = packed.tokens.float().cpu() @ centroids.T
-        has_codes = torch.from_numpy(np.diff(self.code_offsets) > 0)
+        has_codes = np.diff(self.code_offsets) > 0
         n_reachable = int(has_codes.sum())
         out = []
         for i in range(packed.n_queries):
@@ -210,12 +220,23 @@ class TokenIVF:
                 out.append(np.empty(0, dtype=np.int64))
                 continue
             approx = self._probe(q_scores, nprobe or self.nprobe)
-            approx[~has_codes] = float("-inf")
+            approx[~has_codes] = -np.inf
             n_stage1 = min(CI_FACTOR * n_cand, n_reachable)
-            stage1 = torch.topk(approx, n_stage1).indices.numpy()
-            ci = self._centroid_interaction(q_scores, stage1)
-            keep = torch.topk(ci, min(n_cand, stage1.size)).indices.numpy()
-            out.append(stage1[keep])
+            stage1 = (
+                np.argpartition(-approx, n_stage1 - 1)[:n_stage1]
+                if n_stage1 < approx.size
+                else np.arange(approx.size)
+            )
+            stage1 = stage1[np.isfinite(approx[stage1])]
+            stage1 = stage1[np.argsort(-approx[stage1], kind="stable")]
+            ci = self._centroid_interaction(q_scores, stage1).numpy()
+            # Fuse the two approximations by rank (RRF): voting rewards pages matching a
+            # token through several centroids, centroid MaxSim rewards the best match per
+            # token; each misses pages the other finds when centroids are coarse.
+            ci_rank = np.empty(stage1.size)
+            ci_rank[np.argsort(-ci, kind="stable")] = np.arange(stage1.size)
+            fused = 1.0 / (RRF_K + np.arange(stage1.size)) + 1.0 / (RRF_K + ci_rank)
+            out.append(stage1[np.argsort(-fused, kind="stable")[:n_cand]])
         return out
 
     def search(

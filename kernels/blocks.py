@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from kernels.queries import PackedQueries
+
 # Per-block similarity tile budget in bytes (fp32). Measured on a 2-core AVX-512 box:
 # a few MiB keeps the tile in L2/L3 while the GEMM stays large enough to run at peak.
 DEFAULT_TILE_BYTES = 8 << 20
@@ -89,16 +91,12 @@ def segment_max_rows(sims: torch.Tensor, lengths: np.ndarray, uniform: int | Non
     return out
 
 
-def sum_query_rows(
-    page_max: torch.Tensor, q_lengths: np.ndarray, q_uniform: int | None, row_ids: torch.Tensor | None
-) -> torch.Tensor:
+def sum_query_rows(page_max: torch.Tensor, queries: PackedQueries) -> torch.Tensor:
     """Sum ``page_max [n_pages, q_rows]`` over each query's rows -> ``[n_queries, n_pages]`` fp32."""
     page_max = page_max.float()
     n_pages = page_max.shape[0]
-    if q_uniform is not None and q_uniform > 0:
-        return page_max.view(n_pages, q_lengths.size, q_uniform).sum(2).T
-    out = page_max.new_zeros(q_lengths.size, n_pages)
-    if page_max.shape[1] == 0:
-        return out
-    assert row_ids is not None
-    return out.index_add_(0, row_ids, page_max.T)
+    uniform = queries.uniform_length()
+    if uniform:
+        return page_max.view(n_pages, queries.n_queries, uniform).sum(2).T
+    out = page_max.new_zeros(queries.n_queries, n_pages)
+    return out.index_add_(0, queries.row_query_ids(), page_max.T)

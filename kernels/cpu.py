@@ -75,23 +75,17 @@ def maxsim_torch(
     if queries.dim != pages.dim:
         raise ValueError(f"query dim {queries.dim} != page dim {pages.dim}")
     dtype = compute_dtype(pages.torch_dtype, queries.tokens.dtype, precision)
-    chunks = []
-    for start, stop in queries.chunks(MAX_QUERY_ROWS):
-        chunk = queries.select(start, stop)
-        if chunk.tokens.shape[0] == 0:
-            continue  # only empty queries: their scores stay 0
-        rows = chunk.tokens.to(device=device, dtype=dtype).contiguous()
-        chunks.append((start, stop, rows, chunk.lengths, chunk.uniform_length(), chunk.row_query_ids()))
-    if not chunks:
-        return out
-    budget = block_tokens or block_tokens_for(max(c[2].shape[0] for c in chunks))
+    chunks = [
+        (chunk, chunk.queries.tokens.to(device=device, dtype=dtype).contiguous())
+        for chunk in queries.split(MAX_QUERY_ROWS)
+    ]
+    budget = block_tokens or block_tokens_for(max(rows.shape[0] for _, rows in chunks))
     for block in plan_blocks(pages.lengths, page_ids, budget):
         tokens = as_tensor(gather_tokens(pages.tokens, pages.offsets, block.page_ids))
         tokens = tokens.to(device=device, dtype=dtype)
         cols = columns(block.positions)
-        uniform = block.uniform_length
-        for start, stop, rows, q_lengths, q_uniform, row_ids in chunks:
+        for chunk, rows in chunks:
             sims = tokens @ rows.T  # [block tokens, query rows]
-            page_max = segment_max_rows(sims, block.lengths, uniform)
-            out[start:stop, cols] = sum_query_rows(page_max, q_lengths, q_uniform, row_ids)
+            page_max = segment_max_rows(sims, block.lengths, block.uniform_length)
+            out[chunk.start : chunk.stop, cols] = sum_query_rows(page_max, chunk.queries)
     return out

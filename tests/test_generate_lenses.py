@@ -32,15 +32,20 @@ class ScriptedChat:
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         self.batches.append(list(requests))
-        return [ChatResult("", error="x") if (t := self.reply(r)) is None else ChatResult(t) for r in requests]
+        return [
+            ChatResult("", error="x") if (t := self.reply(r)) is None else ChatResult(t) for r in requests
+        ]
 
 
-def lens_replies(answers: dict[str, str | None], synthesis: str | None) -> Callable[[ChatRequest], str | None]:
+def lens_replies(
+    answers: dict[str, str | None], synthesis: str | None
+) -> Callable[[ChatRequest], str | None]:
     def reply(req: ChatRequest) -> str | None:
         if req.tag == "answer-synthesis":
             return synthesis
         text = answers[req.tag.split(":")[1]]
         return None if text is None else json.dumps({"answer": text})
+
     return reply
 
 
@@ -96,32 +101,60 @@ def test_parse_answer() -> None:
 
 
 def test_lenses_one_batch_then_synthesis(index: Index) -> None:
-    chat = ScriptedChat(lens_replies({"topical": "Revenue grew", "entity": "95.2", "structural": "Table 1"},
-                                     '{"answer": "95.2 million dollars"}'))
+    chat = ScriptedChat(
+        lens_replies(
+            {"topical": "Revenue grew", "entity": "95.2", "structural": "Table 1"},
+            '{"answer": "95.2 million dollars"}',
+        )
+    )
     q = "Why did revenue in the Coastal region change, and by how much?"
     a = answer_question(index.store, q, hits_of(index, [2, 1]), mode="auto", chat=chat, chat_name="s")
     assert [len(b) for b in chat.batches] == [3, 1]  # three lens calls in ONE batch, then synthesis
-    assert [r.tag for r in chat.batches[0]] == ["answer-lens:topical", "answer-lens:entity", "answer-lens:structural"]
+    assert [r.tag for r in chat.batches[0]] == [
+        "answer-lens:topical",
+        "answer-lens:entity",
+        "answer-lens:structural",
+    ]
     assert a.mode == "lenses:s" and a.text == "95.2 million dollars" and a.synthesis == "synthesis"
     assert a.lenses == {"topical": "Revenue grew", "entity": "95.2", "structural": "Table 1"}
     assert [c.page for c in a.citations] == [2, 1]
     page_text = chat.batches[0][0].messages[1].text()
-    assert "[helios_annual_report_2023.pdf, page 2]" in page_text and "Coastal" in page_text  # text-only model
+    assert (
+        "[helios_annual_report_2023.pdf, page 2]" in page_text and "Coastal" in page_text
+    )  # text-only model
 
 
 def test_all_lenses_not_answerable_skips_synthesis(index: Index) -> None:
-    chat = ScriptedChat(lens_replies(dict.fromkeys(("topical", "entity", "structural"), NOT_ANSWERABLE),
-                                     '{"answer": "made up"}'))
-    a = answer_question(index.store, "Explain the CEO's hobbies", hits_of(index, [1]), mode="lenses", chat=chat)
+    chat = ScriptedChat(
+        lens_replies(
+            dict.fromkeys(("topical", "entity", "structural"), NOT_ANSWERABLE), '{"answer": "made up"}'
+        )
+    )
+    a = answer_question(
+        index.store, "Explain the CEO's hobbies", hits_of(index, [1]), mode="lenses", chat=chat
+    )
     assert a.text == NOT_ANSWERABLE and len(chat.batches) == 1
 
 
 def test_synthesis_cannot_say_not_answerable_alone(index: Index) -> None:
-    chat = ScriptedChat(lens_replies({"topical": NOT_ANSWERABLE, "entity": "412", "structural": None},
-                                     json.dumps({"answer": NOT_ANSWERABLE})))
-    a = answer_question(index.store, "How many megawatts of solar were connected, and where?",
-                        hits_of(index, [1]), mode="lenses", chat=chat)
-    assert a.text == "412" and "entity lens" in a.synthesis and a.errors == ["lens structural: model call failed: x"]
+    chat = ScriptedChat(
+        lens_replies(
+            {"topical": NOT_ANSWERABLE, "entity": "412", "structural": None},
+            json.dumps({"answer": NOT_ANSWERABLE}),
+        )
+    )
+    a = answer_question(
+        index.store,
+        "How many megawatts of solar were connected, and where?",
+        hits_of(index, [1]),
+        mode="lenses",
+        chat=chat,
+    )
+    assert (
+        a.text == "412"
+        and "entity lens" in a.synthesis
+        and a.errors == ["lens structural: model call failed: x"]
+    )
     chat = ScriptedChat(lens_replies({"topical": "a", "entity": "412", "structural": "b"}, None))
     a = answer_question(index.store, "What total capacity?", hits_of(index, [1]), mode="lenses", chat=chat)
     assert a.text == "412" and "synthesis unusable" in a.synthesis
@@ -129,21 +162,32 @@ def test_synthesis_cannot_say_not_answerable_alone(index: Index) -> None:
 
 def test_plain_with_a_vlm_sends_page_images(index: Index) -> None:
     chat = ScriptedChat(lambda r: '{"answer": "95.2"}', supports_images=True)
-    a = answer_question(index.store, "How much revenue did Coastal make in 2023?", hits_of(index, [2]),
-                        mode="auto", chat=chat, chat_name="vlm")
+    a = answer_question(
+        index.store,
+        "How much revenue did Coastal make in 2023?",
+        hits_of(index, [2]),
+        mode="auto",
+        chat=chat,
+        chat_name="vlm",
+    )
     assert a.mode == "plain:vlm" and a.text == "95.2" and a.gate.startswith("auto: short-extractive")
     imgs = chat.batches[0][0].messages[1].images()
     assert len(imgs) == 1 and Path(imgs[0].path).exists()
 
 
 @pytest.mark.parametrize("kind", ["llama", "qwen25vl"])
-def test_tiny_models_plain_and_lenses(index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                      kind: str) -> None:
+def test_tiny_models_plain_and_lenses(
+    index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
     monkeypatch.setattr(ma, "MAX_TOKENS", 8)
     monkeypatch.setattr("trident_local.generate.pages.TEXT_CHARS_PER_PAGE", 400)
     chat = build_model("chat", tiny_chat_profile(tmp_path, kind))
     hits = hits_of(index, [2])
     plain = answer_question(index.store, "How many regions?", hits, mode="plain", chat=chat, chat_name=kind)
-    assert plain.mode == f"plain:{kind}" and plain.text  # garbage, but an answer (or "Not answerable" + error)
-    lens = answer_question(index.store, "Why did revenue grow?", hits, mode="lenses", chat=chat, chat_name=kind)
+    assert (
+        plain.mode == f"plain:{kind}" and plain.text
+    )  # garbage, but an answer (or "Not answerable" + error)
+    lens = answer_question(
+        index.store, "Why did revenue grow?", hits, mode="lenses", chat=chat, chat_name=kind
+    )
     assert set(lens.lenses) == {"topical", "entity", "structural"} and lens.text and lens.synthesis

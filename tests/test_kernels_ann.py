@@ -66,7 +66,7 @@ def test_helpers_build_csr_and_ranges():
     assert offsets.tolist() == [0, 1, 3, 3] and cols.tolist() == [2, 0, 4]
     flat, owner = ranges_to_index(offsets, np.array([1, 2, 0]))
     assert flat.tolist() == [1, 2, 0] and owner.tolist() == [0, 0, 2]
-    assert default_n_centroids(1_000_000) == 1024
+    assert default_n_centroids(1_000_000) == 2048
 
 
 def test_index_structure(corpus, index):

@@ -37,8 +37,14 @@ def test_clean_string() -> None:
 
 @pytest.mark.parametrize(
     ("gold", "pred", "expected"),
-    [("8", "8", 1.0), ("8", "8.0", 1.0), ("8", "8.7", 1.0),  # int(float("8.7")) == 8, as the official code
-     ("8", "8 pages", 0.0), ("10", "9", 0.0), ("12", "Not answerable", 0.0)],
+    [
+        ("8", "8", 1.0),
+        ("8", "8.0", 1.0),
+        ("8", "8.7", 1.0),  # int(float("8.7")) == 8, as the official code
+        ("8", "8 pages", 0.0),
+        ("10", "9", 0.0),
+        ("12", "Not answerable", 0.0),
+    ],
 )
 def test_int(gold: str, pred: str, expected: float) -> None:
     assert score_answer(gold, pred, "Int") == expected
@@ -80,7 +86,9 @@ def test_str_anls_and_exact_match_strings() -> None:
 
 
 def test_list_set_match_and_min_anls() -> None:
-    assert score_answer("['White', '10%']", "['10%', 'white']", "List") == 1.0  # numbers: the whole list equal
+    assert (
+        score_answer("['White', '10%']", "['10%', 'white']", "List") == 1.0
+    )  # numbers: the whole list equal
     assert score_answer("['White', '10%']", "['11%', 'white']", "List") == 0.0
     assert score_answer("['Circle', 'Rectangle']", ["rectangl", "circle"], "List") == pytest.approx(1 - 1 / 9)
     assert score_answer("['Circle', 'Rectangle']", "['circle']", "List") == 0.0  # lengths differ
@@ -95,11 +103,48 @@ def test_none_format_is_not_answerable() -> None:
 
 
 def test_accuracy_f1_and_breakdown() -> None:
-    s = [ScoredSample("A", "A", 1.0), ScoredSample("B", "X", 0.0),
-         ScoredSample("Not answerable", "Not answerable", 1.0), ScoredSample("Not answerable", "Y", 0.0)]
+    s = [
+        ScoredSample("A", "A", 1.0),
+        ScoredSample("B", "X", 0.0),
+        ScoredSample("Not answerable", "Not answerable", 1.0),
+        ScoredSample("Not answerable", "Y", 0.0),
+    ]
     assert accuracy(s) == 0.5
     # recall = 1 / 2 answerable; precision = 1 / 3 predictions that are not "Not answerable"
     assert f1(s) == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
     assert f1([ScoredSample("Not answerable", "Not answerable", 1.0)]) == 0.0
     b = breakdown(s, [["Chart", "Table"], ["Table"], ["Chart"], []])
     assert b == {"Chart": {"n": 2, "accuracy": 1.0}, "Table": {"n": 2, "accuracy": 0.5}}
+
+
+class _Scripted:
+    name = "scripted"
+    supports_images = False
+    supports_json_schema = True
+
+    def __init__(self, text: str | None):
+        self.text = text
+
+    def chat(self, requests):
+        from trident_local.models.protocols import ChatResult
+
+        return [
+            ChatResult("", error="down") if self.text is None else ChatResult(self.text) for _ in requests
+        ]
+
+
+def test_local_answer_extraction() -> None:
+    from trident_local.evaluate.qa_extract import extract, parse_extraction
+
+    assert extract(None, "q", "95.2").answer == "95.2"  # CPU default: as is
+    got = extract(
+        _Scripted('{"answer": 12.0, "format": "Integer"}'), "How many?", "There are twelve, i.e. 12."
+    )
+    assert (got.answer, got.format, got.source) == ("12", "Integer", "model")
+    got = extract(_Scripted('{"answer": ["a", "b"], "format": "List"}'), "q", "a and b")
+    assert got.answer == "['a', 'b']" and score_answer("['b', 'a']", got.answer, "List") == 1.0
+    assert extract(_Scripted('{"answer": "x", "format": "None"}'), "q", "no idea").answer == "Not answerable"
+    assert extract(_Scripted("garbage"), "q", "raw reply").source == "as-is (extractor output unusable)"
+    assert extract(_Scripted(None), "q", "raw reply").answer == "raw reply"
+    with pytest.raises(Exception):  # noqa: B017 - ModelOutputError
+        parse_extraction('{"answer": ""}')

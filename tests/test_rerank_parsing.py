@@ -33,8 +33,10 @@ class ScriptedChat:
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         self.requests += requests
-        return [ChatResult("", error="server down") if self.text is None else ChatResult(self.text)
-                for _ in requests]
+        return [
+            ChatResult("", error="server down") if self.text is None else ChatResult(self.text)
+            for _ in requests
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +66,18 @@ def test_bare_numbers_and_fenced_json_and_bare_list() -> None:
     assert parse_page_list('{"page_list": [5, 2]}', multi, 5).ids == ["ffff0000:p5"]  # "2" is ambiguous
 
 
-@pytest.mark.parametrize("reply", ["", "I think page 3.", '{"thinking": "x"}', '{"page_list": "p3"}',
-                                   '{"page_list": ["p99", true, null]}', '{"page_list": [', "[]"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "I think page 3.",
+        '{"thinking": "x"}',
+        '{"page_list": "p3"}',
+        '{"page_list": ["p99", true, null]}',
+        '{"page_list": [',
+        "[]",
+    ],
+)
 def test_unusable_replies_raise(reply: str) -> None:
     with pytest.raises(ModelOutputError):
         parse_page_list(reply, POOL, 5)
@@ -94,7 +106,9 @@ def test_rerank_pool_falls_back_to_pool_order(index: Index, reply: str | None) -
     assert ":" in res.records[0].page_id
 
 
-def test_tiny_model_rerank_garbage_is_counted(index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tiny_model_rerank_garbage_is_counted(
+    index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(mr, "MAX_TOKENS", 16)
     chat = build_model("chat", tiny_chat_profile(tmp_path, "llama"))
     q = "What was the revenue of the Coastal region?"

@@ -1,8 +1,8 @@
 """Multi-aspect page annotation (the Trident index): page records and T/E/S concepts, built once per document.
 
-    from trident_local.annotate import annotation_stage
-    index.doc_stages.append(annotation_stage(index))   # runs during `trident index --annotate`
-    annotate_index(index)                                # or later, resumable per document
+from trident_local.annotate import annotation_stage
+index.doc_stages.append(annotation_stage(index))   # runs during `trident index --annotate`
+annotate_index(index)                                # or later, resumable per document
 """
 
 from __future__ import annotations
@@ -17,8 +17,15 @@ if TYPE_CHECKING:
     from trident_local.docs.model import Document
     from trident_local.index import Index
 
-__all__ = ["STAGE", "AnnotateReport", "LoadedAnnotation", "annotate_index", "annotation_stage", "has_annotation",
-           "load"]
+__all__ = [
+    "STAGE",
+    "AnnotateReport",
+    "LoadedAnnotation",
+    "annotate_index",
+    "annotation_stage",
+    "has_annotation",
+    "load",
+]
 
 
 class _Annotator:
@@ -45,8 +52,9 @@ class _Annotator:
         embedder, chat = self.models()
         store = self.index.store
         image_of = (lambda page: store.page_image(doc.doc_id, page)) if chat is not None else None
-        result = annotate_document(doc, embedder=embedder, chat=chat, chat_name=str(self.profile),
-                                   image_of=image_of)
+        result = annotate_document(
+            doc, embedder=embedder, chat=chat, chat_name=str(self.profile), image_of=image_of
+        )
         result.annotation.stats["profile"] = str(self.profile)
         result.annotation.stats["embedder_profile"] = self.index.config.embedder
         cache.save(store, result)
@@ -61,8 +69,10 @@ class _Annotator:
             stats = cache.load(self.index.store, doc_id).annotation.stats
         except Exception:  # unreadable or an older version: redo it
             return False
-        return (stats.get("profile") == str(self.profile)
-                and stats.get("embedder_profile") == self.index.config.embedder)
+        return (
+            stats.get("profile") == str(self.profile)
+            and stats.get("embedder_profile") == self.index.config.embedder
+        )
 
 
 def annotation_stage(index: Index, profile: str | None = None) -> tuple[str, Callable[[Document], None]]:

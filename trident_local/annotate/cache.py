@@ -54,8 +54,10 @@ def _load(js: str, mtime: float) -> LoadedAnnotation:
     p = Path(js)
     data = read_json(p)
     if data.get("version") != ANNOTATION_VERSION:
-        raise TridentError(f"{p} is annotation version {data.get('version')}, this code reads "
-                           f"{ANNOTATION_VERSION}; re-run `trident annotate --force`")
+        raise TridentError(
+            f"{p} is annotation version {data.get('version')}, this code reads "
+            f"{ANNOTATION_VERSION}; re-run `trident annotate --force`"
+        )
     ann = DocAnnotation.from_dict(data)
     cv = np.load(p.with_name(CONCEPTS_NAME)).astype(np.float32)
     fv = np.load(p.with_name(FIELDS_NAME)).astype(np.float32)

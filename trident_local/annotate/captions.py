@@ -47,12 +47,16 @@ def object_caption(page: Page) -> str:
     equations = [o for o in page.objects if o.type == "equation"]
     for t in tables:
         label = t.label or "Table"
-        desc = t.caption[len(t.label):].strip(" :.") if t.caption.startswith(t.label) and t.label else t.caption
+        desc = (
+            t.caption[len(t.label) :].strip(" :.") if t.caption.startswith(t.label) and t.label else t.caption
+        )
         shape = _table_shape(t.text)
         parts.append(f"{label}" + (f": {desc}" if desc else "") + (f" ({shape})" if shape else ""))
     for f in figures:
         label = f.label or "Figure"
-        desc = f.caption[len(f.label):].strip(" :.") if f.caption.startswith(f.label) and f.label else f.caption
+        desc = (
+            f.caption[len(f.label) :].strip(" :.") if f.caption.startswith(f.label) and f.label else f.caption
+        )
         parts.append(f"{label}" + (f": {desc}" if desc else ""))
     if equations:
         parts.append(f"{len(equations)} equation(s)")

@@ -41,16 +41,20 @@ class ConceptMatch:
         return out
 
     def hits(self, page: int, max_hits: int = MAX_HITS) -> list[tuple[str, float]]:
-        """(tag, score x weight) of the concepts this page belongs to that the question matches, best first."""
+        """(tag, score x weight) of the page's concepts that the question matches, best first."""
         ann = self.loaded.annotation
-        found = [(c.tag, float(s * c.weights[page])) for c, s in zip(ann.concepts, self.scores, strict=True)
-                 if s > 0 and page in c.weights]
+        found = [
+            (c.tag, float(s * c.weights[page]))
+            for c, s in zip(ann.concepts, self.scores, strict=True)
+            if s > 0 and page in c.weights
+        ]
         found.sort(key=lambda x: -x[1])
         return found[:max_hits]
 
 
-def match_concepts(loaded: LoadedAnnotation, qvec: np.ndarray, query_entities: list[str],
-                   top_n: int = TOP_N) -> ConceptMatch:
+def match_concepts(
+    loaded: LoadedAnnotation, qvec: np.ndarray, query_entities: list[str], top_n: int = TOP_N
+) -> ConceptMatch:
     ann = loaded.annotation
     scores = np.zeros(len(ann.concepts), dtype=np.float32)
     q = np.asarray(qvec, dtype=np.float32).reshape(-1)

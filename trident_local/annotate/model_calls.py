@@ -45,8 +45,11 @@ class CallStats:
 
 
 def _objects(page: Page) -> list[str]:
-    return [f"{o.label or o.type}" + (f" ({o.caption[:80]})" if o.caption else "") for o in page.objects
-            if o.type in ("table", "figure", "equation")]
+    return [
+        f"{o.label or o.type}" + (f" ({o.caption[:80]})" if o.caption else "")
+        for o in page.objects
+        if o.type in ("table", "figure", "equation")
+    ]
 
 
 def page_request(page: Page, image: Path | None, with_caption: bool) -> ChatRequest:
@@ -65,8 +68,9 @@ def page_request(page: Page, image: Path | None, with_caption: bool) -> ChatRequ
 def parse_page_output(text: str, with_caption: bool) -> PageModelOutput:
     """Strict parse with safe repair: unknown entity types and empty or over-long items are dropped."""
     value = parse_json(text)
-    errs = schema_errors(value, {"type": "object", "required": ["caption", "entities"] if with_caption
-                                 else ["entities"]})
+    errs = schema_errors(
+        value, {"type": "object", "required": ["caption", "entities"] if with_caption else ["entities"]}
+    )
     if errs:
         raise ModelOutputError("; ".join(errs))
     raw = value.get("entities")
@@ -93,8 +97,10 @@ def annotate_pages(
 ) -> tuple[list[PageModelOutput | None], CallStats]:
     """Caption (when the model sees images) and entities for every page, in ONE batch."""
     with_caption = bool(chat.supports_images and image_of is not None)
-    reqs = [page_request(p, image_of(p.number) if with_caption and image_of else None, with_caption)
-            for p in doc.pages]
+    reqs = [
+        page_request(p, image_of(p.number) if with_caption and image_of else None, with_caption)
+        for p in doc.pages
+    ]
     stats = CallStats(requests=len(reqs))
     results = chat.chat(reqs) if reqs else []
     out: list[PageModelOutput | None] = []
@@ -122,9 +128,15 @@ class NameItem:
 
 def name_request(item: NameItem, i: int) -> ChatRequest:
     return ChatRequest(
-        messages=[Message("system", prompts.NAME_SYSTEM),
-                  Message("user", prompts.NAME_INSTRUCTIONS + "\n" + prompts.name_content(item.kind, item.members,
-                                                                                             item.context))],
+        messages=[
+            Message("system", prompts.NAME_SYSTEM),
+            Message(
+                "user",
+                prompts.NAME_INSTRUCTIONS
+                + "\n"
+                + prompts.name_content(item.kind, item.members, item.context),
+            ),
+        ],
         params=SamplingParams(max_tokens=NAME_MAX_TOKENS),
         json_schema=prompts.NAME_SCHEMA,
         tag=f"annotate-name:{i}",

@@ -51,8 +51,12 @@ def field_texts(rec: PageRecord) -> list[str]:
 
 
 def _merge_stats(a: CallStats, b: CallStats) -> dict:
-    return {"requests": a.requests + b.requests, "failed": a.failed + b.failed,
-            "unparsable": a.unparsable + b.unparsable, "errors": a.errors + b.errors}
+    return {
+        "requests": a.requests + b.requests,
+        "failed": a.failed + b.failed,
+        "unparsable": a.unparsable + b.unparsable,
+        "errors": a.errors + b.errors,
+    }
 
 
 def annotate_document(
@@ -63,7 +67,7 @@ def annotate_document(
     chat_name: str = "none",
     image_of: Callable[[int], Path] | None = None,
 ) -> AnnotationResult:
-    """Build the annotation of ``doc``; ``image_of(page)`` gives a page PNG for a chat model that sees images."""
+    """Annotate ``doc``; ``image_of(page)`` gives page PNGs to a chat model that sees images."""
     t0 = time.perf_counter()
     strategies = dict(NO_MODEL)
     page_calls, name_calls = CallStats(), CallStats()
@@ -81,7 +85,9 @@ def annotate_document(
         all_entities.append(out.entities if out is not None else pattern_entities(page.text))
         captions.append(out.caption if out is not None and out.caption else object_caption(page))
     top = rank_entities(all_entities)
-    records = [PageRecord(p.number, p.section, captions[i], top[i], snippet(p.text)) for i, p in enumerate(doc.pages)]
+    records = [
+        PageRecord(p.number, p.section, captions[i], top[i], snippet(p.text)) for i, p in enumerate(doc.pages)
+    ]
 
     # -- concepts -----------------------------------------------------------------------------------
     size, stride = window_size(embedder.max_tokens)
@@ -93,11 +99,13 @@ def annotate_document(
     names_t = [" / ".join(t) or f"topic {i + 1}" for i, t in enumerate(topics.terms)]
     names_e = [" / ".join(b.members[:3]) for b in bundles]
     if chat is not None and (names_t or names_e):
-        items = [NameItem("T", topics.terms[i], _context(doc, topics.weights[i])) for i in range(len(names_t))]
+        items = [
+            NameItem("T", topics.terms[i], _context(doc, topics.weights[i])) for i in range(len(names_t))
+        ]
         items += [NameItem("E", b.members, _context(doc, b.weights)) for b in bundles]
         named, name_calls = name_concepts(chat, items)
         names_t = [n or d for n, d in zip(named[: len(names_t)], names_t, strict=True)]
-        names_e = [n or d for n, d in zip(named[len(names_t):], names_e, strict=True)]
+        names_e = [n or d for n, d in zip(named[len(names_t) :], names_e, strict=True)]
         strategies["names"] = f"model:{chat_name} (fallback no-model:top-terms)"
 
     concepts: list[Concept] = []
@@ -111,17 +119,25 @@ def annotate_document(
 
     # -- vectors ------------------------------------------------------------------------------------
     s_vecs = embedder.encode([s.summary for s in sections], kind="passage")
-    concept_vecs = np.concatenate([topics.centroids.reshape(-1, embedder.dim), s_vecs.reshape(-1, embedder.dim)])
+    concept_vecs = np.concatenate(
+        [topics.centroids.reshape(-1, embedder.dim), s_vecs.reshape(-1, embedder.dim)]
+    )
     flat = [t for r in records for t in field_texts(r)]
     vecs = embedder.encode(flat, kind="passage").reshape(len(records), len(FIELD_NAMES), embedder.dim)
-    empty = np.array([[not t.strip() for t in field_texts(r)] for r in records], dtype=bool).reshape(vecs.shape[:2])
+    empty = np.array([[not t.strip() for t in field_texts(r)] for r in records], dtype=bool).reshape(
+        vecs.shape[:2]
+    )
     vecs[empty] = 0.0  # an empty field matches nothing
 
     strategies["topics"] = f"embedder:{embedder.name}, MiniBatchKMeans, windows {size}w/{stride}w"
     strategies["sections"] = "leaf sections, extractive summary"
     stats = {
-        "pages": doc.n_pages, "windows": topics.n_windows, "topics": n_t, "bundles": len(bundles),
-        "sections": len(sections), "chat": _merge_stats(page_calls, name_calls),
+        "pages": doc.n_pages,
+        "windows": topics.n_windows,
+        "topics": n_t,
+        "bundles": len(bundles),
+        "sections": len(sections),
+        "chat": _merge_stats(page_calls, name_calls),
         "seconds": round(time.perf_counter() - t0, 3),
     }
     ann = DocAnnotation(doc.doc_id, records, concepts, strategies, stats, embedder=embedder.name)

@@ -26,7 +26,8 @@ CAPTION_RULES = (
 ENTITY_RULES = (
     '"entities": up to 25 items {"text", "type"} copied from the page, type one of: '
     "name (people, organizations, places, products, programs), number, date (years, dates, periods), money, "
-    "percent, ref (references such as 'Table 2', 'Figure 3', 'Section 4.1'). Prefer what a question could ask about."
+    "percent, ref (references such as 'Table 2', 'Figure 3', 'Section 4.1'). Prefer what a question could "
+    "ask about."
 )
 
 
@@ -61,7 +62,8 @@ def page_content(number: int, section: str, text: str, objects: list[str]) -> st
 NAME_SYSTEM = "You name groups of related content in a document. Reply with one JSON object and nothing else."
 
 NAME_INSTRUCTIONS = (
-    'Give the group a short name (2 to 6 words) that a reader would use to refer to it. Return {"name": "..."}.'
+    "Give the group a short name (2 to 6 words) that a reader would use to refer to it. "
+    'Return {"name": "..."}.'
 )
 
 NAME_SCHEMA: dict[str, Any] = {

@@ -84,6 +84,8 @@ class DocAnnotation:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DocAnnotation:
         pages = [PageRecord(**{**p, "entities": [Entity(**e) for e in p["entities"]]}) for p in d["pages"]]
-        concepts = [Concept(**{**c, "weights": {int(k): float(v) for k, v in c["weights"].items()}})
-                    for c in d["concepts"]]
+        concepts = [
+            Concept(**{**c, "weights": {int(k): float(v) for k, v in c["weights"].items()}})
+            for c in d["concepts"]
+        ]
         return cls(**{**d, "pages": pages, "concepts": concepts})

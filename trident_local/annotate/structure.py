@@ -44,7 +44,7 @@ def leaf_sections(doc: Document) -> list[Section]:
         lead = " ".join(first.text.split())
         title = key[-1]
         if lead.startswith(title):
-            lead = lead[len(title):].lstrip(" .:")
+            lead = lead[len(title) :].lstrip(" .:")
         out.append(Section(list(key), pages[key], f"{' > '.join(key)}. {lead[:SUMMARY_CHARS]}"))
     return out
 

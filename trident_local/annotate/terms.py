@@ -16,8 +16,28 @@ from functools import lru_cache
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]|\d+(?:[.,]\d+)*%?")
-_EXTRA_STOP = {"according", "report", "document", "page", "pages", "does", "did", "shown", "show", "shows",
-               "using", "used", "use", "based", "also", "many", "much", "percentage", "number", "total"}
+_EXTRA_STOP = {
+    "according",
+    "report",
+    "document",
+    "page",
+    "pages",
+    "does",
+    "did",
+    "shown",
+    "show",
+    "shows",
+    "using",
+    "used",
+    "use",
+    "based",
+    "also",
+    "many",
+    "much",
+    "percentage",
+    "number",
+    "total",
+}
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS | _EXTRA_STOP)
 
 
@@ -60,7 +80,9 @@ def idf_table(docs: Sequence[Iterable[str]]) -> dict[str, float]:
     return {t: math.log(1.0 + n / c) for t, c in df.items()}
 
 
-def weighted_overlap(query: Sequence[str], text_terms: Iterable[str], idf: dict[str, float], default_idf: float) -> float:
+def weighted_overlap(
+    query: Sequence[str], text_terms: Iterable[str], idf: dict[str, float], default_idf: float
+) -> float:
     """Share of the query's IDF mass whose terms occur in the text (0..1)."""
     q = set(query)
     if not q:
@@ -71,7 +93,7 @@ def weighted_overlap(query: Sequence[str], text_terms: Iterable[str], idf: dict[
 
 
 def top_terms(groups: Sequence[Sequence[str]], n: int = 3) -> list[list[str]]:
-    """Most distinctive terms per group (class-based TF-IDF: term frequency in the group x log(1 + groups/df))."""
+    """Most distinctive terms per group (class-based TF-IDF: frequency in the group x log(1 + groups/df))."""
     idf = idf_table(groups)
     out = []
     for g in groups:

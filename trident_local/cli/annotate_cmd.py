@@ -20,8 +20,11 @@ from trident_local.cli.common import cli_command, console, err_console, write_js
 @cli_command
 def annotate(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory."),
-    profile: str = typer.Option(None, help="Chat/VLM profile for captions, entities and concept names "
-                                          "(default: the index's chat profile; 'none' = no-model strategies)."),
+    profile: str = typer.Option(
+        None,
+        help="Chat/VLM profile for captions, entities and concept names "
+        "(default: the index's chat profile; 'none' = no-model strategies).",
+    ),
     doc: list[str] = typer.Option(None, "--doc", "-d", help="Only these documents (id, file name or stem)."),
     force: bool = typer.Option(False, "--force", help="Re-annotate documents that are already annotated."),
     json_out: Path = typer.Option(None, "--json", help="Write the report as JSON ('-' = stdout)."),
@@ -39,27 +42,47 @@ def annotate(
     todo = [d for d in targets if force or not idx.store.manifest.documents[d].stages.get(STAGE)]
     total_pages = sum(idx.store.manifest.documents[d].n_pages for d in todo)
     with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-        console=err_console, transient=True,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
     ) as progress:
         task = progress.add_task("annotating", total=total_pages, rate="")
 
         def on_doc(doc_id: str, pages: int, seconds: float) -> None:
-            progress.update(task, advance=pages, rate=f"{pages / max(seconds, 1e-9):.1f} pages/s",
-                            description=idx.store.manifest.documents[doc_id].file_name[:40])
+            progress.update(
+                task,
+                advance=pages,
+                rate=f"{pages / max(seconds, 1e-9):.1f} pages/s",
+                description=idx.store.manifest.documents[doc_id].file_name[:40],
+            )
 
         rep = annotate_index(idx, profile=profile, force=force, docs=targets if doc else None, on_doc=on_doc)
     if "xkg" in idx.config.pools or idx.store.manifest.pools.get("xkg"):
         idx.build_pools()
     for doc_id, err in rep.failed:
-        err_console.print(f"[red]failed:[/red] {idx.store.manifest.documents[doc_id].file_name}: {err}",
-                          highlight=False)
+        err_console.print(
+            f"[red]failed:[/red] {idx.store.manifest.documents[doc_id].file_name}: {err}", highlight=False
+        )
     rate = rep.pages / rep.seconds if rep.seconds else 0.0
-    console.print(f"annotated {len(rep.annotated)} document(s), {rep.pages} pages in {rep.seconds:.1f} s "
-                  f"({rate:.2f} pages/s); {len(rep.skipped)} already annotated; {len(rep.failed)} failed.")
-    write_json(json_out, {"annotated": rep.annotated, "skipped": rep.skipped, "failed": rep.failed,
-                          "pages": rep.pages, "seconds": rep.seconds})
+    console.print(
+        f"annotated {len(rep.annotated)} document(s), {rep.pages} pages in {rep.seconds:.1f} s "
+        f"({rate:.2f} pages/s); {len(rep.skipped)} already annotated; {len(rep.failed)} failed."
+    )
+    write_json(
+        json_out,
+        {
+            "annotated": rep.annotated,
+            "skipped": rep.skipped,
+            "failed": rep.failed,
+            "pages": rep.pages,
+            "seconds": rep.seconds,
+        },
+    )
     if rep.failed:
         raise typer.Exit(1)
 

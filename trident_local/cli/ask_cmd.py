@@ -15,15 +15,23 @@ from trident_local.cli.common import cli_command, console, to_jsonable
 def ask(
     question: str = typer.Argument(..., help="The question."),
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory."),
-    doc: list[str] = typer.Option(None, "--doc", "-d", help="Restrict to these documents (id, file name or stem)."),
+    doc: list[str] = typer.Option(
+        None, "--doc", "-d", help="Restrict to these documents (id, file name or stem)."
+    ),
     pool: str = typer.Option("rrf", help="Candidate pool: bm25 | dense | rrf | colpali | xkg."),
     rerank: str = typer.Option("annotated", help="none (pool top-K) | annotated (records + adaptive K)."),
-    fields: str = typer.Option("full", help="Record fields for rerank: full | caption-only | drop-caption | "
-                                            "drop-concepts | drop-entities | snippet-only."),
+    fields: str = typer.Option(
+        "full",
+        help="Record fields for rerank: full | caption-only | drop-caption | "
+        "drop-concepts | drop-entities | snippet-only.",
+    ),
     answer: str = typer.Option("auto", help="plain | lenses | auto (format gate)."),
-    profile: str = typer.Option(None, help="Chat/VLM profile (default: the index's; 'none' = no-model, "
-                                          "extractive answers)."),
-    k_max: int = typer.Option(None, "--k-max", min=1, help="Most pages to cite (default: the index's k_max)."),
+    profile: str = typer.Option(
+        None, help="Chat/VLM profile (default: the index's; 'none' = no-model, extractive answers)."
+    ),
+    k_max: int = typer.Option(
+        None, "--k-max", min=1, help="Most pages to cite (default: the index's k_max)."
+    ),
     json_flag: bool = typer.Option(False, "--json", help="Print the full result as JSON instead of tables."),
 ) -> None:
     """Retrieve a candidate pool, rerank it over annotated records, and answer with cited pages."""
@@ -34,8 +42,18 @@ def ask(
     idx = Index.open(index_dir)
     chat_name = profile if profile is not None else idx.config.chat
     chat = build_model("chat", chat_name)
-    res = run_ask(idx, question, doc=doc or None, pool=pool, rerank=rerank, fields=fields, answer=answer,
-                  chat=chat, chat_name=chat_name, k_max=k_max)
+    res = run_ask(
+        idx,
+        question,
+        doc=doc or None,
+        pool=pool,
+        rerank=rerank,
+        fields=fields,
+        answer=answer,
+        chat=chat,
+        chat_name=chat_name,
+        k_max=k_max,
+    )
     if json_flag:
         console.print_json(json.dumps(res.to_dict(), default=to_jsonable, ensure_ascii=False))
         return
@@ -49,23 +67,36 @@ def ask(
         console.print(f"[dim]synthesis: {a.synthesis}[/dim]", highlight=False)
     for err in a.errors:
         console.print(f"[yellow]model output problem:[/yellow] {err}", highlight=False)
-    console.print(f"[bold]Cited pages[/bold] ({res.pool} pool, rerank {res.rerank.get('mode')}, "
-                  f"K = {len(a.citations)})", highlight=False)
+    console.print(
+        f"[bold]Cited pages[/bold] ({res.pool} pool, rerank {res.rerank.get('mode')}, "
+        f"K = {len(a.citations)})",
+        highlight=False,
+    )
     for i, c in enumerate(a.citations, 1):
         table = Table(show_header=False, box=None, padding=(0, 1))
         table.add_column(style="dim", no_wrap=True)
         table.add_column(overflow="fold")
-        for key, value in (("section", c.section), ("visual", c.visual), ("entities", ", ".join(c.entities)),
-                           ("concept hits", ", ".join(c.concept_hits)), ("text", c.text[:300])):
+        for key, value in (
+            ("section", c.section),
+            ("visual", c.visual),
+            ("entities", ", ".join(c.entities)),
+            ("concept hits", ", ".join(c.concept_hits)),
+            ("text", c.text[:300]),
+        ):
             if value:
                 table.add_row(key, value)
         console.print(f"[bold]{i}. {c.file_name}, page {c.page}[/bold]", highlight=False)
         console.print(table)
     if res.rerank.get("fallback"):
-        console.print(f"[yellow]rerank fell back to the pool order:[/yellow] {res.rerank.get('fallback_reason')}")
+        console.print(
+            f"[yellow]rerank fell back to the pool order:[/yellow] {res.rerank.get('fallback_reason')}"
+        )
     if res.route:
-        console.print(f"[dim]xkg route: {res.route['query_class']} {res.route['entities']} "
-                      f"({res.route['source']})[/dim]", highlight=False)
+        console.print(
+            f"[dim]xkg route: {res.route['query_class']} {res.route['entities']} "
+            f"({res.route['source']})[/dim]",
+            highlight=False,
+        )
     console.print("[dim]timings: " + ", ".join(f"{k} {v:.2f} s" for k, v in res.timings.items()) + "[/dim]")
 
 

@@ -34,34 +34,65 @@ def qa(
     idx = Index.open(index_dir)
     rep = resolve_records(load_samples(dataset), idx.store)
     for qid, doc, pages, n in rep.bad_pages:
-        err_console.print(f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages")
+        err_console.print(
+            f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages"
+        )
     if rep.missing_docs:
-        err_console.print(f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
-                          f"{len(rep.missing_docs)} document(s) not in the index")
+        err_console.print(
+            f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
+            f"{len(rep.missing_docs)} document(s) not in the index"
+        )
     records = rep.records[:limit] if limit else rep.records
     chat_name = profile if profile is not None else idx.config.chat
     chat = build_model("chat", chat_name)
     with Progress(console=err_console, transient=True) as progress:
         task = progress.add_task("qa", total=len(records))
-        report = run_qa(idx, records, pool=pool, rerank=rerank, fields=fields, answer=answer, chat=chat,
-                        chat_name=chat_name, on_step=lambda: progress.advance(task))
+        report = run_qa(
+            idx,
+            records,
+            pool=pool,
+            rerank=rerank,
+            fields=fields,
+            answer=answer,
+            chat=chat,
+            chat_name=chat_name,
+            on_step=lambda: progress.advance(task),
+        )
     s = report.summary
-    table = Table(title=f"QA on {dataset.name}: {s['n']} questions ({pool}, rerank {rerank}, answer "
-                        f"{'extractive' if chat is None else answer})")
+    table = Table(
+        title=f"QA on {dataset.name}: {s['n']} questions ({pool}, rerank {rerank}, answer "
+        f"{'extractive' if chat is None else answer})"
+    )
     for col in ("accuracy", "f1", "mean K", *[f"acc {k}" for k in s["per_format"]]):
         table.add_column(col, justify="right")
-    table.add_row(f"{s['accuracy']:.3f}", f"{s['f1']:.3f}", f"{s['mean_k']:.2f}",
-                  *[f"{v['accuracy']:.3f} ({v['n']})" for v in s["per_format"].values()])
+    table.add_row(
+        f"{s['accuracy']:.3f}",
+        f"{s['f1']:.3f}",
+        f"{s['mean_k']:.2f}",
+        *[f"{v['accuracy']:.3f} ({v['n']})" for v in s["per_format"].values()],
+    )
     console.print(table)
     console.print(f"[dim]protocol: {s['protocol']}[/dim]")
-    write_json(json_out, {"dataset": str(dataset), "pool": pool, "rerank": rerank, "fields": fields,
-                          "answer": answer if chat is not None else "extractive", "profile": chat_name, **s,
-                          "skipped_bad_pages": len(rep.bad_pages),
-                          "skipped_missing_docs": sum(rep.missing_docs.values())})
+    write_json(
+        json_out,
+        {
+            "dataset": str(dataset),
+            "pool": pool,
+            "rerank": rerank,
+            "fields": fields,
+            "answer": answer if chat is not None else "extractive",
+            "profile": chat_name,
+            **s,
+            "skipped_bad_pages": len(rep.bad_pages),
+            "skipped_missing_docs": sum(rep.missing_docs.values()),
+        },
+    )
     if run_out:
         import json
 
-        atomic_write_text(run_out, "".join(json.dumps(r.__dict__, ensure_ascii=False) + "\n" for r in report.rows))
+        atomic_write_text(
+            run_out, "".join(json.dumps(r.__dict__, ensure_ascii=False) + "\n" for r in report.rows)
+        )
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

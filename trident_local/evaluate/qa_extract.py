@@ -20,19 +20,25 @@ FORMATS = ("Integer", "Float", "String", "List", "None")
 
 SYSTEM = (
     "You turn a free-form answer to a question into the short answer a grader compares with the reference. "
-    "Formats: Integer (digits only), Float (a number, no units), String (a short phrase), List (a Python-style "
+    "Formats: Integer (digits only), Float (a number, no units), String (a short phrase), List (a "
+    "Python-style "
     f'list of strings, e.g. ["a", "b"]). If the reply says the document does not answer the question, the '
     f'answer is "{NOT_ANSWERABLE}" with format None. Reply with JSON {{"answer": ..., "format": ...}} only.'
 )
 SCHEMA = {
     "type": "object",
-    "properties": {"answer": {"type": ["string", "number", "array"]}, "format": {"type": "string",
-                                                                                "enum": list(FORMATS)}},
+    "properties": {
+        "answer": {"type": ["string", "number", "array"]},
+        "format": {"type": "string", "enum": list(FORMATS)},
+    },
     "required": ["answer", "format"],
 }
 
-PROTOCOL_NOTE = ("answers extracted by the local chat model with our prompt (official: GPT-4o few-shot); "
-                 "extractive no-model answers scored as is")
+PROTOCOL_MODEL = (
+    "short answers extracted by the local chat model with our prompt (official: GPT-4o "
+    "few-shot); an unusable extractor reply scores the raw answer"
+)
+PROTOCOL_AS_IS = "no chat model: the extractive answer is scored as is (official: GPT-4o extraction first)"
 
 
 @dataclass
@@ -51,9 +57,12 @@ def _to_text(value: object) -> str:
 
 
 def extraction_request(question: str, reply: str) -> ChatRequest:
-    return ChatRequest(messages=[Message("system", SYSTEM),
-                                 Message("user", f"Question: {question}\nReply: {reply}")],
-                       params=SamplingParams(max_tokens=128), json_schema=SCHEMA, tag="qa-extract")
+    return ChatRequest(
+        messages=[Message("system", SYSTEM), Message("user", f"Question: {question}\nReply: {reply}")],
+        params=SamplingParams(max_tokens=128),
+        json_schema=SCHEMA,
+        tag="qa-extract",
+    )
 
 
 def parse_extraction(text: str) -> Extraction:

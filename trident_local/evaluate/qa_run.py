@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trident_local.evaluate.mmlongbench import QARecord
-from trident_local.evaluate.qa_extract import PROTOCOL_NOTE, extract
+from trident_local.evaluate.qa_extract import PROTOCOL_AS_IS, PROTOCOL_MODEL, extract
 from trident_local.evaluate.qa_scoring import ScoredSample, accuracy, breakdown, f1, score_answer
 from trident_local.index import Index
 from trident_local.models.protocols import ChatModel, TextEmbedder
@@ -41,7 +41,7 @@ class QAReport:
     summary: dict[str, Any]
 
 
-def summarize(rows: Sequence[QARow]) -> dict[str, Any]:
+def summarize(rows: Sequence[QARow], protocol: str = PROTOCOL_AS_IS) -> dict[str, Any]:
     samples = [ScoredSample(r.gold, r.pred, r.score) for r in rows]
     ks = [len(r.pages) for r in rows]
     return {
@@ -54,7 +54,7 @@ def summarize(rows: Sequence[QARow]) -> dict[str, Any]:
         "predicted_not_answerable": sum(r.pred == "Not answerable" for r in rows),
         "rerank_fallbacks": sum(bool(r.rerank.get("fallback")) for r in rows),
         "answer_errors": sum(r.extraction.startswith("as-is (") for r in rows),
-        "protocol": PROTOCOL_NOTE,
+        "protocol": protocol,
     }
 
 
@@ -76,14 +76,37 @@ def run_qa(
 
     rows = []
     for r in records:
-        res = ask(index, r.question, doc=r.doc_id, pool=pool, rerank=rerank, fields=fields, answer=answer,
-                  chat=chat, chat_name=chat_name, embedder=embedder)
+        res = ask(
+            index,
+            r.question,
+            doc=r.doc_id,
+            pool=pool,
+            rerank=rerank,
+            fields=fields,
+            answer=answer,
+            chat=chat,
+            chat_name=chat_name,
+            embedder=embedder,
+        )
         ex = extract(chat, r.question, res.answer.text)
-        rows.append(QARow(
-            r.qid, r.doc_name, r.question, r.answer, r.answer_format, r.evidence_sources, res.answer.text, ex.answer,
-            ex.source, score_answer(r.answer, ex.answer, r.answer_format), [c.page for c in res.answer.citations],
-            r.evidence_pages, res.answer.mode, res.rerank,
-        ))
+        rows.append(
+            QARow(
+                r.qid,
+                r.doc_name,
+                r.question,
+                r.answer,
+                r.answer_format,
+                r.evidence_sources,
+                res.answer.text,
+                ex.answer,
+                ex.source,
+                score_answer(r.answer, ex.answer, r.answer_format),
+                [c.page for c in res.answer.citations],
+                r.evidence_pages,
+                res.answer.mode,
+                res.rerank,
+            )
+        )
         if on_step:
             on_step()
-    return QAReport(rows, summarize(rows))
+    return QAReport(rows, summarize(rows, PROTOCOL_AS_IS if chat is None else PROTOCOL_MODEL))

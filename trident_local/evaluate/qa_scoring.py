@@ -70,7 +70,7 @@ _EMAIL = re.compile(r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}")
 
 
 def needs_exact_match(s: str) -> bool:
-    """Strings scored by equality, not ANLS: URLs, code files, "page ...", phone numbers, times, dates, e-mails."""
+    """Scored by equality, not ANLS: URLs, code files, "page ...", phone numbers, times, dates, e-mails."""
     return bool(
         "https://" in s
         or s.endswith((".py", "ipynb"))
@@ -98,7 +98,7 @@ def _decimals(x: float) -> int:
 
 
 def float_equal(gold: float, pred: float) -> bool:
-    """Within 1% relative of gold, gold/100 or gold*100, or equal when rounded to the coarser precision (>= 2)."""
+    """Within 1% of gold, gold/100 or gold*100, or equal when rounded to the coarser precision (>= 2)."""
     for ref in (gold / 100, gold, gold * 100):
         if math.isclose(ref, pred, rel_tol=0.01):
             return True
@@ -179,7 +179,7 @@ def accuracy(samples: Sequence[ScoredSample]) -> float:
 
 
 def f1(samples: Sequence[ScoredSample]) -> float:
-    """The benchmark's F1: recall over answerable golds, precision over predictions that are not "Not answerable"."""
+    """The benchmark's F1: recall over answerable golds, precision over predictions not "Not answerable"."""
     answerable = [s for s in samples if s.gold != NOT_ANSWERABLE]
     predicted = [s for s in samples if s.pred != NOT_ANSWERABLE]
     if not answerable or not predicted:

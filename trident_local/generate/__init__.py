@@ -1,1 +1,1 @@
-"""Answer generation over selected pages: plain VLM call, lenses + synthesis, format gate, extractive CPU default."""
+"""Answer generation over selected pages: plain call, lenses + synthesis, format gate, extractive default."""

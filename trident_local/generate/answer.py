@@ -1,7 +1,7 @@
 """Answer a question from the selected pages: plain, lenses + synthesis, or the extractive CPU default.
 
-    answer = answer_question(index, question, hits, mode="auto", chat=model)
-    answer.text, answer.citations
+answer = answer_question(index, question, hits, mode="auto", chat=model)
+answer.text, answer.citations
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from trident_local.store.index_store import IndexStore
 MODES = ("plain", "lenses", "auto")
 
 
-def citations(store: IndexStore, hits: Sequence[Hit], concept_hits: dict[tuple[str, int], list[str]] | None = None
-              ) -> list[Citation]:
+def citations(
+    store: IndexStore, hits: Sequence[Hit], concept_hits: dict[tuple[str, int], list[str]] | None = None
+) -> list[Citation]:
     """The cited pages with their record fields (from the annotation when there is one)."""
     from trident_local.annotate import has_annotation, load
 
@@ -48,7 +49,7 @@ def answer_question(
     embedder: TextEmbedder | None = None,
     concept_hits: dict[tuple[str, int], list[str]] | None = None,
 ) -> Answer:
-    """An answer citing ``hits`` (best first). Without ``chat`` the extractive default runs (needs ``embedder``)."""
+    """An answer citing ``hits`` (best first); without ``chat`` the extractive default runs."""
     t0 = time.perf_counter()
     cites = citations(store, hits, concept_hits)
     if chat is None:
@@ -62,8 +63,16 @@ def answer_question(
         ex = extract_answer(question, pages, embedder)
         if ex.page is not None:  # the supporting page first
             cites.sort(key=lambda c: c.page != ex.page)
-        return Answer(question, ex.answer, EXTRACTIVE, cites, gate="no chat model: extractive",
-                      support=ex.support, support_page=ex.page, seconds=time.perf_counter() - t0)
+        return Answer(
+            question,
+            ex.answer,
+            EXTRACTIVE,
+            cites,
+            gate="no chat model: extractive",
+            support=ex.support,
+            support_page=ex.page,
+            seconds=time.perf_counter() - t0,
+        )
 
     from trident_local.generate import model_answer
     from trident_local.generate.pages import page_content
@@ -75,7 +84,15 @@ def answer_question(
         ans = Answer(question, text, f"plain:{chat_name}", cites, gate=reason, errors=errors)
     else:
         out = model_answer.lenses(chat, question, content, answer_type(question))
-        ans = Answer(question, out.answer, f"lenses:{chat_name}", cites, gate=reason, lenses=out.lenses,
-                     synthesis=out.how, errors=out.errors)
+        ans = Answer(
+            question,
+            out.answer,
+            f"lenses:{chat_name}",
+            cites,
+            gate=reason,
+            lenses=out.lenses,
+            synthesis=out.how,
+            errors=out.errors,
+        )
     ans.seconds = time.perf_counter() - t0
     return ans

@@ -1,7 +1,7 @@
 """The whole Trident path for one question: pool -> (annotated rerank) -> answer, with timings.
 
-    result = ask(index, "What was the revenue in 2020?", doc="report.pdf", pool="rrf",
-                 rerank="annotated", answer="auto", chat=model)
+result = ask(index, "What was the revenue in 2020?", doc="report.pdf", pool="rrf",
+             rerank="annotated", answer="auto", chat=model)
 """
 
 from __future__ import annotations
@@ -66,8 +66,16 @@ def ask(
     if rerank == "annotated" and hits:
         from trident_local.rerank import rerank_pool
 
-        rr = rerank_pool(index, question, hits, fields=fields, chat=chat, chat_name=chat_name, k_max=k_max,
-                         embedder=embedder)
+        rr = rerank_pool(
+            index,
+            question,
+            hits,
+            fields=fields,
+            chat=chat,
+            chat_name=chat_name,
+            k_max=k_max,
+            embedder=embedder,
+        )
         final, stats = rr.hits, rr.stats()
         concept_hits = {(r.doc_id, r.page): r.concept_hits for r in rr.records}
     else:
@@ -76,11 +84,25 @@ def ask(
 
     t2 = time.perf_counter()
     if final:
-        ans = answer_question(index.store, question, final, mode=answer, chat=chat, chat_name=chat_name,
-                              embedder=embedder, concept_hits=concept_hits)
+        ans = answer_question(
+            index.store,
+            question,
+            final,
+            mode=answer,
+            chat=chat,
+            chat_name=chat_name,
+            embedder=embedder,
+            concept_hits=concept_hits,
+        )
     else:
         ans = Answer(question, "Not answerable", "no pages retrieved")
     t["answer"] = time.perf_counter() - t2
     t["total"] = time.perf_counter() - t0
-    return AskResult(ans, pool, stats, [(h.doc_id, h.page, h.score) for h in hits],
-                     asdict(route) if route is not None else None, t)
+    return AskResult(
+        ans,
+        pool,
+        stats,
+        [(h.doc_id, h.page, h.score) for h in hits],
+        asdict(route) if route is not None else None,
+        t,
+    )

@@ -3,9 +3,10 @@
 Units are the sentences of each selected page and the rows of its detected
 tables. A unit scores by the IDF-weighted share of the question's terms it holds
 plus its embedding cosine with the question (and a small bonus for higher-ranked
-pages). From the best unit, a span of the type the question expects (a count, a
-percentage, an amount, a year) is returned when one is there, else the unit
-itself. When no unit shares enough with the question the answer is
+pages); only the lexically best units are embedded. From the best unit, a table
+cell under the header the question names, or a span of the type the question
+expects (a count, a percentage, an amount, a year) is returned when one is
+there, else the unit itself. When no unit shares enough with the question the answer is
 "Not answerable". Nothing is generated: every word comes from a cited page.
 """
 
@@ -26,13 +27,20 @@ from trident_local.models.protocols import TextEmbedder
 W_LEX, W_COS, W_RANK = 0.6, 0.4, 0.05
 MIN_SUPPORT = 0.3  # fused score below which the pages are taken not to hold the answer
 MAX_UNIT_WORDS = 60
+MAX_EMBEDDED = 32  # only the lexically best units are embedded: embedding dominates the cost on CPU
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(])|\n{2,}")
 _COUNT = re.compile(r"(?<![\w.,])\d{1,6}(?![\w.,%])")
 
 _EXPECT: list[tuple[str, re.Pattern[str]]] = [
     ("percent", re.compile(r"\b(percentage|percent|share of|proportion)\b", re.I)),
-    ("money", re.compile(r"\b(how much money|cost|price|revenue|income|spend|spent|paid|salary|budget|dollars?|"
-                         r"usd)\b", re.I)),
+    (
+        "money",
+        re.compile(
+            r"\b(how much money|cost|price|revenue|income|spend|spent|paid|salary|budget|dollars?|"
+            r"usd)\b",
+            re.I,
+        ),
+    ),
     ("count", re.compile(r"\b(how many|number of|count)\b", re.I)),
     ("year", re.compile(r"\b(what year|which year|in what year|when)\b", re.I)),
     ("number", re.compile(r"\b(how much|how long|how old|ratio|rate|average|median|score|value)\b", re.I)),
@@ -67,7 +75,9 @@ def page_units(page: Page, rank: int) -> list[Unit]:
             header = [c.strip() for c in lines[0].split(" | ")]
             for row in lines[1:]:
                 cells = [c.strip() for c in row.split(" | ")]
-                units.append(Unit(f"{o.label}: {lines[0]} || {row}".strip(" :"), page.number, rank, header, cells))
+                units.append(
+                    Unit(f"{o.label}: {lines[0]} || {row}".strip(" :"), page.number, rank, header, cells)
+                )
     return units
 
 
@@ -86,10 +96,17 @@ def pick_cell(unit: Unit, question: str) -> str | None:
 def _spans(unit: str, kind: str) -> list[tuple[int, str]]:
     """(position, text) of spans of the expected kind in a unit."""
     if kind == "count":
-        return [(m.start(), m.group(0)) for m in _COUNT.finditer(unit)
-                if not re.fullmatch(r"(19|20)\d{2}", m.group(0))]
-    types = {"percent": ("percent",), "money": ("money",), "year": ("date",), "number": ("number", "percent",
-                                                                                           "money")}[kind]
+        return [
+            (m.start(), m.group(0))
+            for m in _COUNT.finditer(unit)
+            if not re.fullmatch(r"(19|20)\d{2}", m.group(0))
+        ]
+    types = {
+        "percent": ("percent",),
+        "money": ("money",),
+        "year": ("date",),
+        "number": ("number", "percent", "money"),
+    }[kind]
     out = []
     for e in pattern_entities(unit):
         if e.type in types:
@@ -111,8 +128,10 @@ def pick_span(unit: str, question_terms: Sequence[str], kind: str) -> str | None
 
     def distance(span: tuple[int, str]) -> float:
         start, text = span
-        return min(start - end if start >= end else 3 * max(0, a_start - (start + len(text)))
-                   for a_start, end in anchors)
+        return min(
+            start - end if start >= end else 3 * max(0, a_start - (start + len(text)))
+            for a_start, end in anchors
+        )
 
     return min(spans, key=distance)[1]
 
@@ -125,8 +144,9 @@ class Extracted:
     score: float
 
 
-def extract_answer(question: str, pages: Sequence[Page], embedder: TextEmbedder,
-                   min_support: float = MIN_SUPPORT) -> Extracted:
+def extract_answer(
+    question: str, pages: Sequence[Page], embedder: TextEmbedder, min_support: float = MIN_SUPPORT
+) -> Extracted:
     """Best-supported unit of the pages (given best first) and the answer span taken from it."""
     units = [u for rank, p in enumerate(pages) for u in page_units(p, rank)]
     q_terms = terms(question)
@@ -136,9 +156,11 @@ def extract_answer(question: str, pages: Sequence[Page], embedder: TextEmbedder,
     idf = idf_table(unit_terms)
     default = float(np.log(1.0 + len(units)))
     lex = np.array([weighted_overlap(q_terms, t, idf, default) for t in unit_terms], dtype=np.float32)
+    rank_bonus = np.array([W_RANK / (1 + u.rank) for u in units], dtype=np.float32)
+    keep = np.argsort(-(lex + rank_bonus), kind="stable")[:MAX_EMBEDDED]
+    units, lex, rank_bonus = [units[i] for i in keep], lex[keep], rank_bonus[keep]
     vecs = embedder.encode([u.text for u in units], kind="passage")
     cos = vecs @ embedder.encode([question], kind="query")[0]
-    rank_bonus = np.array([W_RANK / (1 + u.rank) for u in units], dtype=np.float32)
     score = W_LEX * lex + W_COS * np.clip(cos, 0, None) + rank_bonus
     best = int(np.argmax(score))
     unit = units[best]

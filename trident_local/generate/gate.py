@@ -10,19 +10,30 @@ from __future__ import annotations
 
 import re
 
-_CHOICES = re.compile(r"(\([A-Da-d]\)|\b[A-D][.)]\s|\boptions?\s*:|\bchoose\b|\bwhich of the following\b|"
-                      r"\bor\b[^?]*\?\s*$)", re.I)
-_SHORT = re.compile(r"^\s*(how many|how much|what (?:year|date|time|percentage|percent|number|is the (?:name|number|"
-                    r"value|total|amount|title|url|email))|which year|when|who|whom|whose|what's the (?:name|number))\b",
-                    re.I)
-_NUMERIC = re.compile(r"\b(how many|how much|percentage|percent|proportion|ratio|rate|number of|amount|total|"
-                      r"average|median|sum|difference|increase|decrease|growth|cost|price|revenue|value)\b", re.I)
-_LOCATION = re.compile(r"\b(where|which (?:page|section|chapter|slide|part|figure|table)|in which (?:page|section|"
-                       r"chapter|slide|part)|what page|what section|located)\b", re.I)
+_CHOICES = re.compile(
+    r"(\([A-Da-d]\)|\b[A-D][.)]\s|\boptions?\s*:|\bchoose\b|\bwhich of the following\b|"
+    r"\bor\b[^?]*\?\s*$)",
+    re.I,
+)
+_SHORT = re.compile(
+    r"^\s*(how many|how much|what (?:year|date|time|percentage|percent|number|is the (?:name|number|"
+    r"value|total|amount|title|url|email))|which year|when|who|whom|whose|what's the (?:name|number))\b",
+    re.I,
+)
+_NUMERIC = re.compile(
+    r"\b(how many|how much|percentage|percent|proportion|ratio|rate|number of|amount|total|"
+    r"average|median|sum|difference|increase|decrease|growth|cost|price|revenue|value)\b",
+    re.I,
+)
+_LOCATION = re.compile(
+    r"\b(where|which (?:page|section|chapter|slide|part|figure|table)|in which (?:page|section|"
+    r"chapter|slide|part)|what page|what section|located)\b",
+    re.I,
+)
 
 
 def question_kind(question: str) -> str:
-    """"multiple-choice", "short-extractive" or "open"."""
+    """ "multiple-choice", "short-extractive" or "open"."""
     if _CHOICES.search(question):
         return "multiple-choice"
     if _SHORT.search(question):
@@ -31,7 +42,7 @@ def question_kind(question: str) -> str:
 
 
 def answer_type(question: str) -> str:
-    """"location", "numeric" or "other" (location first: "which page shows the revenue" is a location)."""
+    """ "location", "numeric" or "other" (location first: "which page shows the revenue" is a location)."""
     if _LOCATION.search(question):
         return "location"
     if _NUMERIC.search(question):

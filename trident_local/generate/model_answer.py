@@ -48,8 +48,12 @@ def parse_answer(res: ChatResult) -> str:
 
 def _request(system: str, question: str, pages: Sequence[ContentPart], tag: str) -> ChatRequest:
     content: list[ContentPart] = [f"Question: {question}", *pages, f"Question (again): {question}"]
-    return ChatRequest(messages=[Message("system", system), Message("user", content)],
-                       params=SamplingParams(max_tokens=MAX_TOKENS), json_schema=prompts.ANSWER_SCHEMA, tag=tag)
+    return ChatRequest(
+        messages=[Message("system", system), Message("user", content)],
+        params=SamplingParams(max_tokens=MAX_TOKENS),
+        json_schema=prompts.ANSWER_SCHEMA,
+        tag=tag,
+    )
 
 
 def plain(chat: ChatModel, question: str, pages: Sequence[ContentPart]) -> tuple[str, list[str]]:
@@ -92,13 +96,20 @@ def rule_pick(lenses: dict[str, str], answer_type: str) -> tuple[str, str]:
     preferred = {"numeric": "entity", "location": "structural"}.get(answer_type)
     if preferred and preferred in answered:
         return answered[preferred], f"rule: {answer_type} question -> {preferred} lens"
-    best = max(answered, key=lambda k: (_agreement(answered[k], [v for j, v in answered.items() if j != k]),
-                                        -LENS_ORDER.index(k)))
+    best = max(
+        answered,
+        key=lambda k: (
+            _agreement(answered[k], [v for j, v in answered.items() if j != k]),
+            -LENS_ORDER.index(k),
+        ),
+    )
     return answered[best], f"rule: consensus -> {best} lens"
 
 
 def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_type: str) -> LensOutcome:
-    reqs = [_request(prompts.lens_system(name), question, pages, f"answer-lens:{name}") for name in LENS_ORDER]
+    reqs = [
+        _request(prompts.lens_system(name), question, pages, f"answer-lens:{name}") for name in LENS_ORDER
+    ]
     results = chat.chat(reqs)
     out: dict[str, str] = {}
     errors: list[str] = []
@@ -111,9 +122,14 @@ def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_
     if all(is_not_answerable(v) for v in out.values()):
         return LensOutcome(out, NOT_ANSWERABLE, "all lenses: not answerable (no synthesis call)", errors)
     syn = ChatRequest(
-        messages=[Message("system", prompts.SYNTHESIS_SYSTEM),
-                  Message("user", prompts.synthesis_user(question, out, answer_type))],
-        params=SamplingParams(max_tokens=MAX_TOKENS), json_schema=prompts.ANSWER_SCHEMA, tag="answer-synthesis")
+        messages=[
+            Message("system", prompts.SYNTHESIS_SYSTEM),
+            Message("user", prompts.synthesis_user(question, out, answer_type)),
+        ],
+        params=SamplingParams(max_tokens=MAX_TOKENS),
+        json_schema=prompts.ANSWER_SCHEMA,
+        tag="answer-synthesis",
+    )
     try:
         answer = parse_answer(chat.chat([syn])[0])
     except ModelOutputError as e:
@@ -122,5 +138,7 @@ def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_
         return LensOutcome(out, answer, how + " (synthesis unusable)", errors)
     if is_not_answerable(answer):
         answer, how = rule_pick(out, answer_type)
-        return LensOutcome(out, answer, how + " (synthesis said not answerable while a lens answered)", errors)
+        return LensOutcome(
+            out, answer, how + " (synthesis said not answerable while a lens answered)", errors
+        )
     return LensOutcome(out, answer, "synthesis", errors)

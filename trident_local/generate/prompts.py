@@ -20,8 +20,10 @@ ANSWER_SCHEMA: dict[str, Any] = {
 }
 
 PLAIN_SYSTEM = (
-    "You answer questions about a document from the pages you are shown. Answer concisely: a number, a name, a "
-    "short phrase, a list, or one or two sentences when the question asks for an explanation. If the pages do not "
+    "You answer questions about a document from the pages you are shown. Answer concisely: a number, a "
+    "name, a "
+    "short phrase, a list, or one or two sentences when the question asks for an explanation. If the pages "
+    "do not "
     f'contain the answer, the answer is "{NOT_ANSWERABLE}". Reply with JSON {{"answer": "..."}} only.'
 )
 
@@ -31,19 +33,24 @@ LENSES: dict[str, str] = {
         "explanations in the running text, and how they fit together."
     ),
     "entity": (
-        "Read the pages for exact values: names, numbers, dates, amounts, percentages, table cells, chart labels and "
+        "Read the pages for exact values: names, numbers, dates, amounts, percentages, table cells, chart "
+        "labels and "
         "data points. Copy values as printed, with their units; compute only when the question asks for it."
     ),
     "structural": (
-        "Read the pages for where things are: sections and headings, page positions, which figure or table shows "
+        "Read the pages for where things are: sections and headings, page positions, which figure or table "
+        "shows "
         "what, captions, legends and layout. Use the document's own labels."
     ),
 }
 
 SYNTHESIS_SYSTEM = (
-    "You merge three readings of the same pages into one final answer. Rules: if the question asks for a number, "
-    "amount, count or percentage, prefer the entity/value reading; if it asks where something is (page, section, "
-    "figure, table), prefer the structural reading; otherwise take the answer the readings agree on, or the best "
+    "You merge three readings of the same pages into one final answer. Rules: if the question asks for a "
+    "number, "
+    "amount, count or percentage, prefer the entity/value reading; if it asks where something is (page, "
+    "section, "
+    "figure, table), prefer the structural reading; otherwise take the answer the readings agree on, or "
+    "the best "
     f'supported one. Answer "{NOT_ANSWERABLE}" only if ALL readings say so. Keep the answer as short as the '
     'readings allow. Reply with JSON {"answer": "..."} only.'
 )

@@ -1,8 +1,8 @@
 """Adaptive-K reranking of a candidate pool over annotated page records.
 
-    result = rerank_pool(index, question, hits)               # no-model fused match (CPU default)
-    result = rerank_pool(index, question, hits, chat=model)   # one LLM call, JSON page list
-    result.hits   # final order, 1 <= K <= k_max
+result = rerank_pool(index, question, hits)               # no-model fused match (CPU default)
+result = rerank_pool(index, question, hits, chat=model)   # one LLM call, JSON page list
+result.hits   # final order, 1 <= K <= k_max
 """
 
 from __future__ import annotations
@@ -68,8 +68,9 @@ def rerank_pool(
         order = sorted(range(len(records)), key=lambda i: (-float(scores[i]), i))
         k = adaptive_k([float(scores[i]) for i in order], k_max)
         chosen = [records[i].page_id for i in order[:k]]
-        res = RerankResult([], NO_MODEL, fields, scores={r.page_id: float(s) for r, s in zip(records, scores,
-                                                                                            strict=True)})
+        res = RerankResult(
+            [], NO_MODEL, fields, scores={r.page_id: float(s) for r, s in zip(records, scores, strict=True)}
+        )
     else:
         from trident_local.rerank.model_rerank import model_rerank
 
@@ -80,7 +81,11 @@ def rerank_pool(
             chosen = [r.page_id for r in records[:k_max]]
         else:
             chosen = parsed.ids
-            res.dropped_ids, res.duplicates, res.truncated = parsed.dropped, parsed.duplicates, parsed.truncated
+            res.dropped_ids, res.duplicates, res.truncated = (
+                parsed.dropped,
+                parsed.duplicates,
+                parsed.truncated,
+            )
             res.thinking = parsed.thinking
     res.hits = [Hit(by_id[p].doc_id, by_id[p].page, by_id[p].score, by_id[p].pool) for p in chosen]
     res.records = records

@@ -39,15 +39,24 @@ def _field_text(rec: CandidateRecord, f: str) -> str:
     return getattr(rec, f)
 
 
-def fused_scores(store: IndexStore, question: str, qvec: np.ndarray, records: Sequence[CandidateRecord],
-                 fields: Sequence[str]) -> np.ndarray:
+def fused_scores(
+    store: IndexStore,
+    question: str,
+    qvec: np.ndarray,
+    records: Sequence[CandidateRecord],
+    fields: Sequence[str],
+) -> np.ndarray:
     """One fused score per record (pool order)."""
     n = len(records)
     if n == 0:
         return np.zeros(0, dtype=np.float32)
     q_terms = terms(question)
-    idf = idf_table([terms(" ".join(_field_text(r, f) for f in ("section", "visual", "entities", "text")))
-                     for r in records])
+    idf = idf_table(
+        [
+            terms(" ".join(_field_text(r, f) for f in ("section", "visual", "entities", "text")))
+            for r in records
+        ]
+    )
     default_idf = float(np.log(1.0 + n))
     score = W_RET * _minmax(np.array([r.retriever_score for r in records], dtype=np.float32))
     q = np.asarray(qvec, dtype=np.float32).reshape(-1)
@@ -56,10 +65,13 @@ def fused_scores(store: IndexStore, question: str, qvec: np.ndarray, records: Se
             score += WEIGHTS[f] * _minmax(np.array([r.concept_score for r in records], dtype=np.float32))
             continue
         row = FIELD_NAMES.index(f)
-        cos = np.array([float(load(store, r.doc_id).field_vecs[r.page - 1, row] @ q) for r in records],
-                       dtype=np.float32)
-        lex = np.array([weighted_overlap(q_terms, terms(_field_text(r, f)), idf, default_idf) for r in records],
-                       dtype=np.float32)
+        cos = np.array(
+            [float(load(store, r.doc_id).field_vecs[r.page - 1, row] @ q) for r in records], dtype=np.float32
+        )
+        lex = np.array(
+            [weighted_overlap(q_terms, terms(_field_text(r, f)), idf, default_idf) for r in records],
+            dtype=np.float32,
+        )
         score += WEIGHTS[f] * (_minmax(cos) + _minmax(lex)) / 2
     return score
 

@@ -31,7 +31,7 @@ class ParsedPageList:
 
 
 def _canonical(raw: object, valid: Sequence[str]) -> str | None:
-    """The pool id a model meant: exact id, or a bare page number / "page 12" when that names one pool page."""
+    """The pool id a model meant: exact id, or a page number / "page 12" naming exactly one pool page."""
     if isinstance(raw, bool) or not isinstance(raw, str | int):
         return None
     s = str(raw).strip()
@@ -70,19 +70,24 @@ def parse_page_list(text: str, valid: Sequence[str], k_max: int) -> ParsedPageLi
     return out
 
 
-def rerank_request(question: str, records: Sequence[CandidateRecord], fields: Sequence[str], k_max: int
-                   ) -> ChatRequest:
+def rerank_request(
+    question: str, records: Sequence[CandidateRecord], fields: Sequence[str], k_max: int
+) -> ChatRequest:
     views = [r.prompt_view(fields) for r in records]
     return ChatRequest(
-        messages=[Message("system", prompts.SYSTEM), Message("user", prompts.user_message(question, views, k_max))],
+        messages=[
+            Message("system", prompts.SYSTEM),
+            Message("user", prompts.user_message(question, views, k_max)),
+        ],
         params=SamplingParams(max_tokens=MAX_TOKENS),
         json_schema=prompts.schema([r.page_id for r in records], k_max),
         tag="rerank",
     )
 
 
-def model_rerank(chat: ChatModel, question: str, records: Sequence[CandidateRecord], fields: Sequence[str],
-                 k_max: int) -> tuple[ParsedPageList | None, str]:
+def model_rerank(
+    chat: ChatModel, question: str, records: Sequence[CandidateRecord], fields: Sequence[str], k_max: int
+) -> tuple[ParsedPageList | None, str]:
     """(parsed list, "") on success; (None, reason) when the pool order must be used."""
     res = chat.chat([rerank_request(question, records, fields, k_max)])[0]
     if res.error:

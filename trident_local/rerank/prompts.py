@@ -16,13 +16,16 @@ SYSTEM = (
     "You select the pages of a long document that hold the evidence for a question. You see one JSON record "
     "per candidate page: page_id, retriever_score (higher = the retriever liked it more), and some of: "
     "concept_hits (document concepts the question matches on this page; T = topic, E = entity bundle, "
-    "S = section), section (where the page sits), visual (what is visible on the page: tables, charts, figures, "
+    "S = section), section (where the page sits), visual (what is visible on the page: tables, charts, "
+    "figures, "
     "layout), entities (names, numbers, dates, amounts on the page), text (the start of the page text)."
 )
 
 RULES = (
-    "Return JSON {{\"thinking\": \"<one or two sentences>\", \"page_list\": [page_id, ...]}}: at most {k} page ids, "
-    "strongest evidence first, only ids from the records. Choose as few pages as answer the question; a chart or "
+    'Return JSON {{"thinking": "<one or two sentences>", "page_list": [page_id, ...]}}: at most {k} page '
+    "ids, "
+    "strongest evidence first, only ids from the records. Choose as few pages as answer the question; a "
+    "chart or "
     "table question usually needs the one page that shows it. Never invent ids."
 )
 
@@ -32,12 +35,17 @@ def schema(page_ids: Sequence[str], k_max: int) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "thinking": {"type": "string"},
-            "page_list": {"type": "array", "items": {"type": "string", "enum": list(page_ids)}, "maxItems": k_max},
+            "page_list": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(page_ids)},
+                "maxItems": k_max,
+            },
         },
         "required": ["thinking", "page_list"],
     }
 
 
 def user_message(question: str, records: Sequence[dict[str, Any]], k_max: int) -> str:
-    return (f"{RULES.format(k=k_max)}\n\nQuestion: {question}\n\nCandidate records:\n"
-            + json.dumps(list(records), ensure_ascii=False))
+    return f"{RULES.format(k=k_max)}\n\nQuestion: {question}\n\nCandidate records:\n" + json.dumps(
+        list(records), ensure_ascii=False
+    )

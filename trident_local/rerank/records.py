@@ -63,9 +63,16 @@ class RerankResult:
         return len(self.hits)
 
     def stats(self) -> dict[str, Any]:
-        return {"mode": self.mode, "fields": self.fields, "k": self.k, "fallback": self.fallback,
-                "fallback_reason": self.fallback_reason, "dropped_ids": list(self.dropped_ids),
-                "duplicates": self.duplicates, "truncated": self.truncated}
+        return {
+            "mode": self.mode,
+            "fields": self.fields,
+            "k": self.k,
+            "fallback": self.fallback,
+            "fallback_reason": self.fallback_reason,
+            "dropped_ids": list(self.dropped_ids),
+            "duplicates": self.duplicates,
+            "truncated": self.truncated,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,21 +82,33 @@ def page_id(hit: Hit, multi_doc: bool, short: dict[str, str]) -> str:
     return f"{short[hit.doc_id]}:p{hit.page}" if multi_doc else f"p{hit.page}"
 
 
-def build_records(store: IndexStore, hits: Sequence[Hit], qvec: np.ndarray, query_entities: list[str]
-                  ) -> list[CandidateRecord]:
+def build_records(
+    store: IndexStore, hits: Sequence[Hit], qvec: np.ndarray, query_entities: list[str]
+) -> list[CandidateRecord]:
     """One record per hit, in pool order; every document in the pool must be annotated."""
     doc_ids = list(dict.fromkeys(h.doc_id for h in hits))
     multi = len(doc_ids) > 1
     short = {d: d[:8] for d in doc_ids}
-    matches: dict[str, ConceptMatch] = {d: match_concepts(load(store, d), qvec, query_entities) for d in doc_ids}
+    matches: dict[str, ConceptMatch] = {
+        d: match_concepts(load(store, d), qvec, query_entities) for d in doc_ids
+    }
     out = []
     for h in hits:
         m = matches[h.doc_id]
         rec = m.loaded.annotation.page(h.page)
         hit_tags = m.hits(h.page)
-        out.append(CandidateRecord(
-            page_id=page_id(h, multi, short), doc_id=h.doc_id, page=h.page, retriever_score=float(h.score),
-            concept_hits=[t for t, _ in hit_tags], section=rec.section, visual=rec.visual,
-            entities=rec.entity_tags(), text=rec.snippet, concept_score=sum(s for _, s in hit_tags),
-        ))
+        out.append(
+            CandidateRecord(
+                page_id=page_id(h, multi, short),
+                doc_id=h.doc_id,
+                page=h.page,
+                retriever_score=float(h.score),
+                concept_hits=[t for t, _ in hit_tags],
+                section=rec.section,
+                visual=rec.visual,
+                entities=rec.entity_tags(),
+                text=rec.snippet,
+                concept_score=sum(s for _, s in hit_tags),
+            )
+        )
     return out

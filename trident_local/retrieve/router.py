@@ -31,10 +31,14 @@ ALPHA: dict[str, dict[str, float]] = {
 _STRUCTURAL = re.compile(
     r"\b(section|sections|chapter|appendix|page|pages|slide|slides|table of contents|heading|title|part|"
     r"introduction|conclusion|abstract|summary|overview|first|last|final|beginning|end|cover|footnote|"
-    r"references?|bibliography)\b", re.I)
+    r"references?|bibliography)\b",
+    re.I,
+)
 _ENTITY_CUES = re.compile(
     r"\b(how much|how many|what percentage|what percent|what year|which year|when|who|whom|whose|name of|"
-    r"what is the (?:number|value|amount|total|rate|ratio|price|cost))\b", re.I)
+    r"what is the (?:number|value|amount|total|rate|ratio|price|cost))\b",
+    re.I,
+)
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{2,60})[\"“”']")
 
 SCHEMA = {
@@ -46,9 +50,12 @@ SCHEMA = {
     "required": ["query_class", "entities"],
 }
 INSTRUCTIONS = (
-    "Classify a question about a long document for a page retriever. query_class: 'topical' (about a subject or "
-    "theme), 'entity-level' (asks about a specific named thing, number, date, amount), 'structural' (refers to a "
-    "section, page, chapter, slide or position in the document), or 'mixed'. entities: the names, numbers, dates "
+    "Classify a question about a long document for a page retriever. query_class: 'topical' (about a "
+    "subject or "
+    "theme), 'entity-level' (asks about a specific named thing, number, date, amount), 'structural' "
+    "(refers to a "
+    "section, page, chapter, slide or position in the document), or 'mixed'. entities: the names, numbers, "
+    "dates "
     'and quoted phrases in the question, copied exactly. Return {"query_class": ..., "entities": [...]} only.'
 )
 
@@ -67,7 +74,9 @@ class Route:
 
 def query_entities(question: str) -> list[str]:
     """Pattern entities and quoted phrases of the question, de-duplicated in order."""
-    found = [e.text for e in pattern_entities(question)] + [m.group(1).strip() for m in _QUOTED.finditer(question)]
+    found = [e.text for e in pattern_entities(question)] + [
+        m.group(1).strip() for m in _QUOTED.finditer(question)
+    ]
     seen, out = set(), []
     for e in found:
         k = e.lower()
@@ -81,7 +90,15 @@ def rule_route(question: str) -> Route:
     ents = query_entities(question)
     structural = bool(_STRUCTURAL.search(question))
     entity = bool(ents) or bool(_ENTITY_CUES.search(question))
-    cls = "mixed" if structural and entity else "structural" if structural else "entity-level" if entity else "topical"
+    cls = (
+        "mixed"
+        if structural and entity
+        else "structural"
+        if structural
+        else "entity-level"
+        if entity
+        else "topical"
+    )
     return Route(cls, ents)
 
 
@@ -101,7 +118,10 @@ def parse_route(text: str) -> Route:
     ents = value.get("entities", [])
     if not isinstance(ents, list):
         raise ModelOutputError("entities is not a list")
-    return Route(value["query_class"], [" ".join(e.split())[:80] for e in ents if isinstance(e, str) and e.strip()][:20])
+    return Route(
+        value["query_class"],
+        [" ".join(e.split())[:80] for e in ents if isinstance(e, str) and e.strip()][:20],
+    )
 
 
 def route(question: str, chat: ChatModel | None = None, chat_name: str = "chat") -> Route:

@@ -75,7 +75,9 @@ class XKGPool:
         """Nothing global to build: record which annotated documents the pool covers."""
         docs = self._annotated()
         n = sum(self.store.manifest.documents[d].n_pages for d in docs)
-        self.store.manifest.pools[self.name] = PoolEntry(self.name, self._fingerprint(), n, info={"documents": len(docs)})
+        self.store.manifest.pools[self.name] = PoolEntry(
+            self.name, self._fingerprint(), n, info={"documents": len(docs)}
+        )
         self.store.save_manifest()
 
     def score_pages(self, question: str, doc_ids: Sequence[str], r: Route) -> list[Hit]:
@@ -92,18 +94,27 @@ class XKGPool:
                 continue
             for i, v in enumerate(axes[k]):
                 total[i] += r.alpha[k] * v / peak
-        hits = [Hit(d, p + 1, float(s), self.name)
-                for d, scores in zip(doc_ids, total, strict=True) for p, s in enumerate(scores) if s > 0]
+        hits = [
+            Hit(d, p + 1, float(s), self.name)
+            for d, scores in zip(doc_ids, total, strict=True)
+            for p, s in enumerate(scores)
+            if s > 0
+        ]
         return hits
 
     def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
         targets = list(doc_ids) if doc_ids is not None else self._annotated()
         missing = [d for d in targets if not has_annotation(self.store, d)]
         if missing:
-            name = self.store.manifest.documents[missing[0]].file_name if missing[0] in self.store.manifest.documents \
+            name = (
+                self.store.manifest.documents[missing[0]].file_name
+                if missing[0] in self.store.manifest.documents
                 else missing[0]
-            raise TridentError(f"the xkg pool needs annotated documents; {name} is not annotated: "
-                               f"run `trident annotate --index {self.store.root}`")
+            )
+            raise TridentError(
+                f"the xkg pool needs annotated documents; {name} is not annotated: "
+                f"run `trident annotate --index {self.store.root}`"
+            )
         self.last_route = route(query, self.chat, self.store.config.chat)
         if not targets:
             return []
