@@ -57,8 +57,6 @@ def test_kill_and_resume_matches_uninterrupted(tmp_path: Path) -> None:
     # the interrupted index opens and is consistent: every listed document has its data file
     m = _manifest(killed)
     assert 1 <= len(m["documents"]) < 7
-    assert not all(all(d["stages"].get(s) for s in ("ingest", "dense")) for d in m["documents"].values()) or \
-        len(m["documents"]) < 7
     for doc_id in m["documents"]:
         assert (killed / "docs" / doc_id / "document.json").exists()
 

@@ -10,6 +10,7 @@ other items go on.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,7 +104,7 @@ class Judge(Protocol):
     def judge(self, items: Sequence[JudgeItem]) -> list[Judgement]: ...
 
 
-class ChatJudge:
+class ChatJudge(ABC):
     """Shared batching and untrusted-output handling for model judges; subclasses build messages."""
 
     channel = "text"
@@ -116,8 +117,9 @@ class ChatJudge:
         self.name = f"{getattr(model, 'name', type(model).__name__)}"
         self.calls = 0
 
-    def messages(self, item: JudgeItem) -> list[Any]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def messages(self, item: JudgeItem) -> list[Any]:
+        """The chat messages asking the model about one item."""
 
     def skip_reason(self, item: JudgeItem) -> str | None:
         """A reason not to ask the model about this item (nothing to read), or None."""
