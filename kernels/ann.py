@@ -150,9 +150,13 @@ class TokenIVF:
         k = min(k, sample.shape[0])
         if spherical is None:
             spherical = bool(np.allclose(np.linalg.norm(sample[:1000], axis=1), 1.0, atol=1e-2))
-        kmeans = faiss.Kmeans(packed.dim, k, niter=niter, seed=seed, spherical=spherical, verbose=verbose)
-        kmeans.train(sample)
-        centroids = np.ascontiguousarray(kmeans.centroids, dtype=np.float32)
+        # faiss.Kmeans reads centroids back through a std::vector<float> SWIG proxy, which breaks
+        # when PyMuPDF (another SWIG module) was imported first; the flat index holds them too.
+        clus = faiss.Clustering(packed.dim, k)
+        clus.niter, clus.seed, clus.spherical, clus.verbose = niter, seed, spherical, verbose
+        quantizer = faiss.IndexFlatIP(packed.dim) if spherical else faiss.IndexFlatL2(packed.dim)
+        clus.train(np.ascontiguousarray(sample, dtype=np.float32), quantizer)
+        centroids = np.ascontiguousarray(quantizer.reconstruct_n(0, quantizer.ntotal), dtype=np.float32)
         assignment = assign_tokens(packed.tokens, torch.from_numpy(centroids).to(packed.device))
         page_of = np.repeat(np.arange(packed.n_pages, dtype=np.int64), packed.lengths)
         list_offsets, list_pages = csr_from_pairs(
