@@ -97,8 +97,17 @@ def timed(fn):
 
 
 def run_size(args: argparse.Namespace, n_pages: int) -> dict:
-    (pages, queries), t_data = timed(lambda: make_corpus(
-        n_pages, args.page_tokens, args.queries, args.query_tokens, args.dim, DTYPES[args.dtype], args.seed))  # fmt: skip
+    (pages, queries), t_data = timed(
+        lambda: make_corpus(
+            n_pages,
+            args.page_tokens,
+            args.queries,
+            args.query_tokens,
+            args.dim,
+            DTYPES[args.dtype],
+            args.seed,
+        )
+    )
     print(
         f"  data {t_data:.1f}s ({pages.total_tokens:,} tokens, {pages.tokens.nbytes / 2**30:.2f} GiB)",
         flush=True,
@@ -115,16 +124,32 @@ def run_size(args: argparse.Namespace, n_pages: int) -> dict:
                 lambda n=n_cand: index.search(queries, args.k, n_candidates=n, nprobe=args.nprobe)
             )
             best = min(best, t)
-        sweep.append({"n_candidates": n_cand, "seconds": best, "recall": recall(ids, exact_ids),
-                      "speedup": t_exact / best})  # fmt: skip
-        print(f"  n_candidates={n_cand}: {best:.2f}s recall@{args.k}={sweep[-1]['recall']:.3f} "
-              f"speedup={sweep[-1]['speedup']:.1f}x", flush=True)  # fmt: skip
+        sweep.append(
+            {
+                "n_candidates": n_cand,
+                "seconds": best,
+                "recall": recall(ids, exact_ids),
+                "speedup": t_exact / best,
+            }
+        )
+        print(
+            f"  n_candidates={n_cand}: {best:.2f}s recall@{args.k}={sweep[-1]['recall']:.3f} "
+            f"speedup={sweep[-1]['speedup']:.1f}x",
+            flush=True,
+        )
     chosen = next((s for s in sweep if s["recall"] >= args.target_recall), sweep[-1])
     return {
-        "pages": n_pages, "page_tokens": args.page_tokens, "tokens": pages.total_tokens,
-        "n_centroids": index.n_centroids, "nprobe": args.nprobe, "data_seconds": t_data, "build_seconds": t_build,
-        "exact_seconds": t_exact, "sweep": sweep, "chosen": chosen,
-    }  # fmt: skip
+        "pages": n_pages,
+        "page_tokens": args.page_tokens,
+        "tokens": pages.total_tokens,
+        "n_centroids": index.n_centroids,
+        "nprobe": args.nprobe,
+        "data_seconds": t_data,
+        "build_seconds": t_build,
+        "exact_seconds": t_exact,
+        "sweep": sweep,
+        "chosen": chosen,
+    }
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -136,8 +161,12 @@ def plot(rows: list[dict], path: Path) -> None:
     pages = [r["pages"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(pages, [r["exact_seconds"] for r in rows], "o-", label="exhaustive exact MaxSim")
-    ax.plot(pages, [r["chosen"]["seconds"] for r in rows], "s-",
-            label=f"TokenIVF + exact rerank (n_candidates={rows[-1]['chosen']['n_candidates']})")  # fmt: skip
+    ax.plot(
+        pages,
+        [r["chosen"]["seconds"] for r in rows],
+        "s-",
+        label=f"TokenIVF + exact rerank (n_candidates={rows[-1]['chosen']['n_candidates']})",
+    )
     for r in rows:
         ax.annotate(f"R@k {r['chosen']['recall']:.2f}", (r["pages"], r["chosen"]["seconds"]), fontsize=8)
     ax.set_xscale("log")
@@ -174,26 +203,39 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/ann.json"))
     parser.add_argument("--png", type=Path, default=Path("benchmarks/results/ann_scaling.png"))
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.queries} queries x "
-          f"{args.query_tokens} tokens; pages {args.page_tokens} x {args.dim} {args.dtype}")  # fmt: skip
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.queries} queries x "
+        f"{args.query_tokens} tokens; pages {args.page_tokens} x {args.dim} {args.dtype}"
+    )
     load_at_start = os.getloadavg()
     print(f"load average (1/5/15 min) at start: {load_at_start}: other jobs share this machine")
     rows = []
     for n_pages in sorted(args.pages):
         print(f"pages={n_pages}", flush=True)
         rows.append({**run_size(args, n_pages), "queries": args.queries})
-    print(f"\n{'pages':>7} {'tokens':>11} {'build s':>8} {'exact s':>8} {'ivf s':>7} {'n_cand':>6} "
-          f"{'R@' + str(args.k):>6} {'speedup':>8}")  # fmt: skip
+    print(
+        f"\n{'pages':>7} {'tokens':>11} {'build s':>8} {'exact s':>8} {'ivf s':>7} {'n_cand':>6} "
+        f"{'R@' + str(args.k):>6} {'speedup':>8}"
+    )
     for r in rows:
         c = r["chosen"]
-        print(f"{r['pages']:>7} {r['tokens']:>11,} {r['build_seconds']:>8.1f} {r['exact_seconds']:>8.2f} "
-              f"{c['seconds']:>7.2f} {c['n_candidates']:>6} {c['recall']:>6.3f} {c['speedup']:>7.1f}x")  # fmt: skip
+        print(
+            f"{r['pages']:>7} {r['tokens']:>11,} {r['build_seconds']:>8.1f} {r['exact_seconds']:>8.2f} "
+            f"{c['seconds']:>7.2f} {c['n_candidates']:>6} {c['recall']:>6.3f} {c['speedup']:>7.1f}x"
+        )
     report = {
         "rows": rows,
-        "recall_at_k": rows[-1]["chosen"]["recall"], "speedup": rows[-1]["chosen"]["speedup"],
+        "recall_at_k": rows[-1]["chosen"]["recall"],
+        "speedup": rows[-1]["chosen"]["speedup"],
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "machine": {"loadavg_at_start": load_at_start, "loadavg_at_end": os.getloadavg(), "torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count()},
-    }  # fmt: skip
+        "machine": {
+            "loadavg_at_start": load_at_start,
+            "loadavg_at_end": os.getloadavg(),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "cpus": os.cpu_count(),
+        },
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     plot(rows, args.png)

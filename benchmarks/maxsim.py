@@ -131,17 +131,41 @@ def peak_rss_delta(fn: Callable[[], object], interval_s: float = 5e-4) -> int:
 
 def memory_probe(args: argparse.Namespace) -> None:
     """Subprocess entry: one method, one call, print the RSS delta as JSON."""
-    queries, pages = make_data(args.pages[0], args.queries, args.page_tokens, args.query_tokens, args.dim,
-                               DTYPES[args.dtypes[0]], args.seed)  # fmt: skip
+    queries, pages = make_data(
+        args.pages[0],
+        args.queries,
+        args.page_tokens,
+        args.query_tokens,
+        args.dim,
+        DTYPES[args.dtypes[0]],
+        args.seed,
+    )
     make_methods(queries[:2], pages.view(0, 8))[args.probe]()  # one-time library set-up is not the method's
     methods = make_methods(queries, pages)
     print(json.dumps({"peak_bytes": peak_rss_delta(methods[args.probe])}))
 
 
 def measure_memory(args: argparse.Namespace, n_pages: int, dtype: str, method: str) -> int | None:
-    cmd = [sys.executable, __file__, "--probe", method, "--pages", str(n_pages), "--dtypes", dtype,
-           "--queries", str(args.queries), "--page-tokens", str(args.page_tokens),
-           "--query-tokens", str(args.query_tokens), "--dim", str(args.dim), "--seed", str(args.seed)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        __file__,
+        "--probe",
+        method,
+        "--pages",
+        str(n_pages),
+        "--dtypes",
+        dtype,
+        "--queries",
+        str(args.queries),
+        "--page-tokens",
+        str(args.page_tokens),
+        "--query-tokens",
+        str(args.query_tokens),
+        "--dim",
+        str(args.dim),
+        "--seed",
+        str(args.seed),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         print(f"  memory probe {method} failed: {proc.stderr[-500:]}", file=sys.stderr)
@@ -158,8 +182,9 @@ def recall_at(k: int, scores: torch.Tensor, exact: torch.Tensor) -> float:
 
 
 def run_config(args: argparse.Namespace, n_pages: int, dtype: str) -> list[dict]:
-    queries, pages = make_data(n_pages, args.queries, args.page_tokens, args.query_tokens, args.dim,
-                               DTYPES[dtype], args.seed)  # fmt: skip
+    queries, pages = make_data(
+        n_pages, args.queries, args.page_tokens, args.query_tokens, args.dim, DTYPES[dtype], args.seed
+    )
     methods = {m: fn for m, fn in make_methods(queries, pages).items() if m in args.methods}
     warm_q, warm_p = queries[:2], pages.view(0, min(8, n_pages))
     for name in methods:  # first-call costs (oneDNN kernel selection, thread pools)
@@ -176,14 +201,22 @@ def run_config(args: argparse.Namespace, n_pages: int, dtype: str) -> list[dict]
     rows = []
     for name, ts in times.items():
         err = (results[name].double() - exact).abs()
-        rows.append({
-            "pages": n_pages, "dtype": dtype, "method": name, "queries": args.queries,
-            "seconds_best": min(ts), "seconds_median": statistics.median(ts),
-            "pages_per_s": n_pages / min(ts),
-            "max_abs_err": float(err.max()), "mean_abs_err": float(err.mean()),
-            "recall@1": recall_at(1, results[name], exact), "recall@10": recall_at(10, results[name], exact),
-            "peak_mem_mb": None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "pages": n_pages,
+                "dtype": dtype,
+                "method": name,
+                "queries": args.queries,
+                "seconds_best": min(ts),
+                "seconds_median": statistics.median(ts),
+                "pages_per_s": n_pages / min(ts),
+                "max_abs_err": float(err.max()),
+                "mean_abs_err": float(err.mean()),
+                "recall@1": recall_at(1, results[name], exact),
+                "recall@10": recall_at(10, results[name], exact),
+                "peak_mem_mb": None,
+            }
+        )
     if not args.no_memory:
         for row in rows:
             peak = measure_memory(args, n_pages, dtype, row["method"])
@@ -198,17 +231,22 @@ def run_config(args: argparse.Namespace, n_pages: int, dtype: str) -> list[dict]
 
 
 def print_table(rows: list[dict]) -> None:
-    head = (f"{'pages':>6} {'dtype':>5} {'method':<15} {'best s':>8} {'pages/s':>9} {'x colpali':>9} "
-            f"{'peak MiB':>9} {'mem ratio':>9} {'max|err|':>9} {'R@1':>5} {'R@10':>5}")  # fmt: skip
+    head = (
+        f"{'pages':>6} {'dtype':>5} {'method':<15} {'best s':>8} {'pages/s':>9} {'x colpali':>9} "
+        f"{'peak MiB':>9} {'mem ratio':>9} {'max|err|':>9} {'R@1':>5} {'R@10':>5}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
         mem = "-" if r["peak_mem_mb"] is None else f"{r['peak_mem_mb']:.1f}"
         ratio = r.get("memory_ratio_vs_colpali_engine")
-        print(f"{r['pages']:>6} {r['dtype']:>5} {r['method']:<15} {r['seconds_best']:>8.3f} {r['pages_per_s']:>9.0f} "
-              f"{r.get('speedup_vs_colpali_engine', float('nan')):>9.2f} {mem:>9} "
-              f"{'-' if ratio is None else f'{ratio:.3f}':>9} {r['max_abs_err']:>9.2e} "
-              f"{r['recall@1']:>5.2f} {r['recall@10']:>5.2f}")  # fmt: skip
+        print(
+            f"{r['pages']:>6} {r['dtype']:>5} {r['method']:<15} "
+            f"{r['seconds_best']:>8.3f} {r['pages_per_s']:>9.0f} "
+            f"{r.get('speedup_vs_colpali_engine', float('nan')):>9.2f} {mem:>9} "
+            f"{'-' if ratio is None else f'{ratio:.3f}':>9} {r['max_abs_err']:>9.2e} "
+            f"{r['recall@1']:>5.2f} {r['recall@10']:>5.2f}"
+        )
 
 
 def summary(rows: list[dict]) -> dict:
@@ -248,9 +286,12 @@ def main() -> None:
     if args.probe:
         memory_probe(args)
         return
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
-          f"cpu capability {torch.backends.cpu.get_cpu_capability()}; {args.queries} queries x {args.query_tokens} "
-          f"tokens, pages {args.page_tokens} x {args.dim}")  # fmt: skip
+    cpu = platform.processor() or platform.machine()
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu}, "
+        f"cpu capability {torch.backends.cpu.get_cpu_capability()}; "
+        f"{args.queries} queries x {args.query_tokens} tokens, pages {args.page_tokens} x {args.dim}"
+    )
     load_at_start = os.getloadavg()
     print(f"load average (1/5/15 min) at start: {load_at_start}: other jobs share this machine")
     rows = []
@@ -263,10 +304,16 @@ def main() -> None:
         **summary(rows),
         "rows": rows,
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "probe"},
-        "machine": {"loadavg_at_start": load_at_start, "loadavg_at_end": os.getloadavg(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-                    "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpus": os.cpu_count()},
-        "notes": "best of --repeats interleaved runs; peak memory = RSS delta in a fresh subprocess per method",
-    }  # fmt: skip
+        "machine": {
+            "loadavg_at_start": load_at_start,
+            "loadavg_at_end": os.getloadavg(),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpus": os.cpu_count(),
+        },
+        "notes": "best of --repeats interleaved runs; peak memory = RSS delta, fresh subprocess per method",
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(f"wrote {args.out}")

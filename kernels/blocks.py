@@ -43,9 +43,9 @@ class PageBlock:
         return first if np.all(self.lengths == first) else None
 
 
-def block_tokens_for(query_rows: int, tile_bytes: int = DEFAULT_TILE_BYTES) -> int:
-    """Page tokens per block so that a ``[page_tokens, query_rows]`` fp32 tile fits ``tile_bytes``."""
-    tokens = tile_bytes // (4 * max(query_rows, 1))
+def block_tokens_for(query_rows: int, element_size: int = 4, tile_bytes: int = DEFAULT_TILE_BYTES) -> int:
+    """Page tokens per block so that a ``[query_rows, page_tokens]`` tile fits ``tile_bytes``."""
+    tokens = tile_bytes // (element_size * max(query_rows, 1))
     return int(min(max(tokens, MIN_BLOCK_TOKENS), MAX_BLOCK_TOKENS))
 
 
@@ -67,36 +67,36 @@ def plan_blocks(all_lengths: np.ndarray, page_ids: np.ndarray, block_tokens: int
         yield PageBlock(pos, page_ids[pos], lengths[pos])
 
 
-def segment_max_rows(sims: torch.Tensor, lengths: np.ndarray, uniform: int | None) -> torch.Tensor:
-    """Max over each page's rows of ``sims [page_tokens, q_rows]`` -> ``[n_pages, q_rows]``.
+def segment_max(sims: torch.Tensor, lengths: np.ndarray, uniform: int | None) -> torch.Tensor:
+    """Max over each page's columns of ``sims [q_rows, page_tokens]`` -> ``[q_rows, n_pages]``.
 
-    Equal-length pages (the ColPali case) reduce through a reshape; ragged blocks loop
-    over runs of equal length, or use ``torch.segment_reduce`` when runs are many.
+    Equal-length pages (the ColPali case) reduce as one ``[rows * pages, length]`` max,
+    the fastest torch reduction measured here (contiguous inner axis); ragged blocks loop
+    over runs of equal length, or use one ``torch.segment_reduce`` when runs are many.
     """
-    n_rows = sims.shape[1]
+    n_rows, n_pages = sims.shape[0], lengths.size
     if uniform is not None:
-        return sims.view(lengths.size, uniform, n_rows).amax(1)
+        return sims.view(n_rows * n_pages, uniform).amax(1).view(n_rows, n_pages)
     run_starts = np.flatnonzero(np.r_[True, lengths[1:] != lengths[:-1]])
     if run_starts.size > MAX_RUNS_FOR_LOOP:
-        lens = torch.from_numpy(lengths).to(sims.device)
-        return torch.segment_reduce(sims, "max", lengths=lens, axis=0)
-    out = sims.new_empty(lengths.size, n_rows)
-    run_stops = np.r_[run_starts[1:], lengths.size]
+        lens = torch.from_numpy(lengths).to(sims.device).expand(n_rows, n_pages)
+        return torch.segment_reduce(sims, "max", lengths=lens, axis=1)
+    out = sims.new_empty(n_rows, n_pages)
+    run_stops = np.r_[run_starts[1:], n_pages]
     token_start = 0
     for a, b in zip(run_starts, run_stops, strict=True):
         length = int(lengths[a])
         n_tok = length * (b - a)
-        out[a:b] = sims[token_start : token_start + n_tok].view(b - a, length, n_rows).amax(1)
+        out[:, a:b] = sims[:, token_start : token_start + n_tok].unflatten(1, (b - a, length)).amax(2)
         token_start += n_tok
     return out
 
 
 def sum_query_rows(page_max: torch.Tensor, queries: PackedQueries) -> torch.Tensor:
-    """Sum ``page_max [n_pages, q_rows]`` over each query's rows -> ``[n_queries, n_pages]`` fp32."""
+    """Sum ``page_max [q_rows, n_pages]`` over each query's rows -> ``[n_queries, n_pages]`` fp32."""
     page_max = page_max.float()
-    n_pages = page_max.shape[0]
     uniform = queries.uniform_length()
     if uniform:
-        return page_max.view(n_pages, queries.n_queries, uniform).sum(2).T
-    out = page_max.new_zeros(queries.n_queries, n_pages)
-    return out.index_add_(0, queries.row_query_ids(), page_max.T)
+        return page_max.view(queries.n_queries, uniform, page_max.shape[1]).sum(1)
+    out = page_max.new_zeros(queries.n_queries, page_max.shape[1])
+    return out.index_add_(0, queries.row_query_ids(), page_max)

@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from kernels.blocks import block_tokens_for, plan_blocks, segment_max_rows, sum_query_rows
+from kernels.blocks import block_tokens_for, plan_blocks, segment_max, sum_query_rows
 from kernels.packed import PackedPages, as_tensor, gather_tokens
 from kernels.queries import PackedQueries
 
@@ -79,13 +79,14 @@ def maxsim_torch(
         (chunk, chunk.queries.tokens.to(device=device, dtype=dtype).contiguous())
         for chunk in queries.split(MAX_QUERY_ROWS)
     ]
-    budget = block_tokens or block_tokens_for(max(rows.shape[0] for _, rows in chunks))
+    max_rows = max(rows.shape[0] for _, rows in chunks)
+    budget = block_tokens or block_tokens_for(max_rows, dtype.itemsize)
     for block in plan_blocks(pages.lengths, page_ids, budget):
         tokens = as_tensor(gather_tokens(pages.tokens, pages.offsets, block.page_ids))
         tokens = tokens.to(device=device, dtype=dtype)
         cols = columns(block.positions)
         for chunk, rows in chunks:
-            sims = tokens @ rows.T  # [block tokens, query rows]
-            page_max = segment_max_rows(sims, block.lengths, block.uniform_length)
+            sims = rows @ tokens.T  # [query rows, block tokens]
+            page_max = segment_max(sims, block.lengths, block.uniform_length)
             out[chunk.start : chunk.stop, cols] = sum_query_rows(page_max, chunk.queries)
     return out
