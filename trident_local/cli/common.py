@@ -67,3 +67,16 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
 def human_console(json_out: str | Path | None) -> Console:
     """Where tables go: stderr when JSON is written to stdout, so stdout stays parseable."""
     return err_console if json_out is not None and str(json_out) == "-" else console
+
+
+def load_benchmark(store, dataset: Path):
+    """MMLongBench-Doc records resolved against the index, with skipped ones reported on stderr."""
+    from trident_local.evaluate.mmlongbench import load_samples, resolve_records
+
+    rep = resolve_records(load_samples(dataset), store)
+    for qid, doc, pages, n in rep.bad_pages:
+        err_console.print(f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages")
+    if rep.missing_docs:
+        err_console.print(f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
+                          f"{len(rep.missing_docs)} document(s) not in the index")
+    return rep

@@ -8,7 +8,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, console, err_console, write_json
+from trident_local.cli.common import cli_command, console, err_console, load_benchmark, write_json
 
 
 @cli_command
@@ -25,23 +25,13 @@ def qa(
     run_out: Path = typer.Option(None, "--run", help="Write per-question predictions and scores as JSONL."),
 ) -> None:
     """Accuracy (mean score) and F1 over all questions, unanswerable ones included, with breakdowns."""
-    from trident_local.evaluate.mmlongbench import load_samples, resolve_records
     from trident_local.evaluate.qa_run import run_qa
     from trident_local.index import Index
     from trident_local.models.profiles import build_model
     from trident_local.store.atomic import atomic_write_text
 
     idx = Index.open(index_dir)
-    rep = resolve_records(load_samples(dataset), idx.store)
-    for qid, doc, pages, n in rep.bad_pages:
-        err_console.print(
-            f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages"
-        )
-    if rep.missing_docs:
-        err_console.print(
-            f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
-            f"{len(rep.missing_docs)} document(s) not in the index"
-        )
+    rep = load_benchmark(idx.store, dataset)
     records = rep.records[:limit] if limit else rep.records
     chat_name = profile if profile is not None else idx.config.chat
     chat = build_model("chat", chat_name)

@@ -8,7 +8,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, err_console, human_console, write_json
+from trident_local.cli.common import cli_command, err_console, human_console, load_benchmark, write_json
 
 
 @cli_command
@@ -28,18 +28,12 @@ def retrieval(
     run_out: Path = typer.Option(None, "--run", help="Write per-question rankings as JSONL."),
 ) -> None:
     """Recall@K, Precision@K, F1@K, MRR, nDCG@K and Recall@M over the answerable questions."""
-    from trident_local.evaluate.mmlongbench import load_samples, resolve_records
     from trident_local.evaluate.retrieval_run import run_retrieval
     from trident_local.index import Index
     from trident_local.store.atomic import atomic_write_text
 
     idx = Index.open(index_dir)
-    rep = resolve_records(load_samples(dataset), idx.store)
-    for qid, doc, pages, n in rep.bad_pages:
-        err_console.print(f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages")
-    if rep.missing_docs:
-        err_console.print(f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
-                          f"{len(rep.missing_docs)} document(s) not in the index")
+    rep = load_benchmark(idx.store, dataset)
     records = [r for r in rep.records if r.answerable and r.evidence_pages]
     if limit:
         records = records[:limit]
