@@ -30,8 +30,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernels import PackedPages, maxsim_topk  # noqa: E402
-from kernels.ann import TokenIVF  # noqa: E402
+from trident_kernels import PackedPages, maxsim_topk  # noqa: E402
+from trident_kernels.ann import TokenIVF  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -194,7 +194,7 @@ def main() -> None:
     parser.add_argument("--n-candidates", type=int, nargs="+", default=[64, 128, 256, 512])
     parser.add_argument("--nprobe", type=int, default=8)
     parser.add_argument(
-        "--n-centroids", type=int, default=None, help="default: kernels.ann.default_n_centroids"
+        "--n-centroids", type=int, default=None, help="default: trident_kernels.ann.default_n_centroids"
     )
     parser.add_argument("--dtype", choices=list(DTYPES), default="fp16", help="page storage dtype")
     parser.add_argument("--repeats", type=int, default=2)

@@ -34,7 +34,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernels import PackedPages, maxsim, maxsim_int8, quantize_pages  # noqa: E402
+from trident_kernels import PackedPages, maxsim, maxsim_int8, quantize_pages  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 METHODS = ("ours", "ours_native", "ours_int8", "colpali_engine", "einsum")

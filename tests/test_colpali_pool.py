@@ -38,7 +38,7 @@ def test_pages_are_stored_packed_per_document(index: Index) -> None:
 
 
 def test_retrieve_within_a_document_matches_reference_maxsim(index: Index) -> None:
-    from kernels import maxsim_reference
+    from trident_kernels import maxsim_reference
 
     pool = index.pool("colpali")
     hits = pool.retrieve("capacity by region", k=10, doc_ids=[index.resolve("a")])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from kernels import PackedPages, maxsim, maxsim_topk, pack_pages
-from kernels.ann import TokenIVF, csr_from_pairs, default_n_centroids, ranges_to_index
+from trident_kernels import PackedPages, maxsim, maxsim_topk, pack_pages
+from trident_kernels.ann import TokenIVF, csr_from_pairs, default_n_centroids, ranges_to_index
 
 DIM = 32
 TOKENS = 24

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from kernels import (
+from trident_kernels import (
     PackedPages,
     maxsim,
     maxsim_int8,
@@ -16,8 +16,8 @@ from kernels import (
     pack_queries,
     quantize_pages,
 )
-from kernels import blocks as blocks_mod
-from kernels.packed import as_tensor
+from trident_kernels import blocks as blocks_mod
+from trident_kernels.packed import as_tensor
 
 DIM = 32
 # Ragged on purpose: empty pages, one-token pages, runs of equal lengths, one long page.

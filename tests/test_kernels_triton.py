@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels import maxsim, maxsim_reference, pack_pages
+from trident_kernels import maxsim, maxsim_reference, pack_pages
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton not installed")
 
@@ -30,8 +30,8 @@ SCRIPT = textwrap.dedent(
     import json, os
     assert os.environ["TRITON_INTERPRET"] == "1"
     import numpy as np, torch
-    from kernels import maxsim_reference, pack_pages, pack_queries
-    from kernels.triton_maxsim import best_config, maxsim_triton
+    from trident_kernels import maxsim_reference, pack_pages, pack_queries
+    from trident_kernels.triton_maxsim import best_config, maxsim_triton
 
     g = torch.Generator().manual_seed(0)
     unit = lambda x: torch.nn.functional.normalize(x, dim=-1)

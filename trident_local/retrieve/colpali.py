@@ -82,7 +82,7 @@ class ColPaliPool:
         return e is None or e.fingerprint != self._fingerprint() or not (self.dir / "rows.json").exists()
 
     def build(self) -> None:
-        from kernels import PackedPages
+        from trident_kernels import PackedPages
 
         doc_ids = self.store.doc_ids(["ingest", self.name])
         tokens, offsets, rows = [], [np.zeros(1, np.int64)], []
@@ -102,7 +102,7 @@ class ColPaliPool:
         shutil.rmtree(self.dir, ignore_errors=True)
         packed.save(self.dir / "pages")
         if len(rows) >= IVF_MIN_PAGES:
-            from kernels.ann import TokenIVF
+            from trident_kernels.ann import TokenIVF
 
             TokenIVF.build(packed).save(self.dir / "ivf")
         atomic_write_json(self.dir / "rows.json", rows)
@@ -116,7 +116,7 @@ class ColPaliPool:
     def _load(self) -> None:
         if self._pages is not None:
             return
-        from kernels import PackedPages
+        from trident_kernels import PackedPages
 
         if self.is_stale():
             self.build()
@@ -127,12 +127,12 @@ class ColPaliPool:
             by_doc.setdefault(d, []).append(i)
         self._doc_rows = {d: np.asarray(ix, dtype=np.int64) for d, ix in by_doc.items()}
         if (self.dir / "ivf").is_dir():
-            from kernels.ann import TokenIVF
+            from trident_kernels.ann import TokenIVF
 
             self._ivf = TokenIVF.load(self.dir / "ivf", pages=self._pages)
 
     def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
-        from kernels import maxsim, maxsim_topk
+        from trident_kernels import maxsim, maxsim_topk
 
         self._load()
         q = self.embedder.embed_queries([query])

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import torch
 
-from kernels.cpu import Precision
-from kernels.maxsim import Backend, PageIndices, resolve_page_ids, score_packed
-from kernels.packed import Array, PackedPages, as_packed
-from kernels.queries import PackedQueries, Queries, pack_queries
+from trident_kernels.cpu import Precision
+from trident_kernels.maxsim import Backend, PageIndices, resolve_page_ids, score_packed
+from trident_kernels.packed import Array, PackedPages, as_packed
+from trident_kernels.queries import PackedQueries, Queries, pack_queries
 
 
 def merge_topk(

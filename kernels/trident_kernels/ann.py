@@ -30,10 +30,10 @@ import numpy as np
 import scipy.sparse
 import torch
 
-from kernels.cpu import Precision, cpu_has_fast_bf16
-from kernels.maxsim import score_packed
-from kernels.packed import Array, PackedPages, as_packed, as_tensor
-from kernels.queries import Queries, pack_queries
+from trident_kernels.cpu import Precision, cpu_has_fast_bf16
+from trident_kernels.maxsim import score_packed
+from trident_kernels.packed import Array, PackedPages, as_packed, as_tensor
+from trident_kernels.queries import Queries, pack_queries
 
 FORMAT = "kernels.TokenIVF"
 VERSION = 1

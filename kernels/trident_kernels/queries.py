@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from kernels.packed import Array, as_tensor
+from trident_kernels.packed import Array, as_tensor
 
 Queries = Array | Sequence[Array]
 

@@ -15,9 +15,9 @@ from typing import Literal
 import numpy as np
 import torch
 
-from kernels.blocks import block_tokens_for, plan_blocks, segment_max, sum_query_rows
-from kernels.packed import PackedPages, as_tensor, gather_tokens
-from kernels.queries import PackedQueries
+from trident_kernels.blocks import block_tokens_for, plan_blocks, segment_max, sum_query_rows
+from trident_kernels.packed import PackedPages, as_tensor, gather_tokens
+from trident_kernels.queries import PackedQueries
 
 Precision = Literal["fp32", "native"]
 LOW_PRECISION = (torch.float16, torch.bfloat16)

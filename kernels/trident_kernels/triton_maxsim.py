@@ -6,7 +6,7 @@ products into a running per-token max, so the ``[query tokens x page tokens]`` m
 never reaches HBM. Pages are read through the packed offsets (and an optional list of
 page ids), so subsets and ragged pages cost nothing extra.
 
-Importing this module imports triton; :mod:`kernels.maxsim` does so lazily. Under
+Importing this module imports triton; :mod:`trident_kernels.maxsim` does so lazily. Under
 ``TRITON_INTERPRET=1`` the same kernel runs on CPU tensors (the tests use that).
 """
 
@@ -20,8 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.packed import PackedPages, as_tensor
-from kernels.queries import PackedQueries
+from trident_kernels.packed import PackedPages, as_tensor
+from trident_kernels.queries import PackedQueries
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 MAX_ROWS = 256  # BLOCK_Q * QLEN cap: query tile held in registers

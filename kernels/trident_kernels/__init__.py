@@ -4,11 +4,11 @@ Pure functions over tensors; knows nothing of documents. CUDA pages run a fused 
 kernel, everything else a cache-blocked torch path. See benchmarks/README.md for numbers.
 """
 
-from kernels.maxsim import maxsim, maxsim_reference, triton_available
-from kernels.packed import PackedPages, pack_pages
-from kernels.quant import QuantizedPages, maxsim_int8, quantize_pages
-from kernels.queries import PackedQueries, pack_queries
-from kernels.topk import maxsim_topk
+from trident_kernels.maxsim import maxsim, maxsim_reference, triton_available
+from trident_kernels.packed import PackedPages, pack_pages
+from trident_kernels.quant import QuantizedPages, maxsim_int8, quantize_pages
+from trident_kernels.queries import PackedQueries, pack_queries
+from trident_kernels.topk import maxsim_topk
 
 __all__ = [
     "PackedPages",

@@ -15,9 +15,9 @@ from typing import Literal
 import numpy as np
 import torch
 
-from kernels.cpu import Precision, maxsim_torch
-from kernels.packed import Array, PackedPages, as_packed, as_tensor
-from kernels.queries import PackedQueries, Queries, pack_queries
+from trident_kernels.cpu import Precision, maxsim_torch
+from trident_kernels.packed import Array, PackedPages, as_packed, as_tensor
+from trident_kernels.queries import PackedQueries, Queries, pack_queries
 
 Backend = Literal["auto", "torch", "triton"]
 PageIndices = Sequence[int] | np.ndarray | torch.Tensor | None
@@ -60,7 +60,7 @@ def score_packed(
 ) -> torch.Tensor:
     """:func:`maxsim` on already-normalised inputs (used by top-k and the ANN rerank)."""
     if choose_backend(backend, pages) == "triton":
-        from kernels.triton_maxsim import maxsim_triton
+        from trident_kernels.triton_maxsim import maxsim_triton
 
         return maxsim_triton(queries, pages, page_ids, precision=precision)
     return maxsim_torch(queries, pages, page_ids, precision=precision, block_tokens=block_tokens)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from kernels.queries import PackedQueries
+from trident_kernels.queries import PackedQueries
 
 # Per-block similarity tile budget in bytes (fp32). Measured on a 2-core AVX-512 box:
 # a few MiB keeps the tile in L2/L3 while the GEMM stays large enough to run at peak.
