@@ -10,7 +10,7 @@ import pytest
 from tiny_models import make_tiny_bge_m3, shared_dir
 
 from trident_local.errors import TridentError
-from trident_local.models.profiles import build_model
+from trident_local.models.profiles import build_model, load_profile
 from trident_local.models.protocols import OCREngine, SparseEncoder, TextEmbedder
 
 
@@ -39,7 +39,7 @@ def test_minilm_loads_once_per_process(minilm: TextEmbedder) -> None:
 def bge_profile(tmp_path_factory: pytest.TempPathFactory) -> str:
     weights = make_tiny_bge_m3(shared_dir() / "tiny-bge-m3")
     toml = tmp_path_factory.mktemp("bge") / "bge.toml"
-    src = (Path(__file__).resolve().parents[1] / "models" / "bge-m3.toml").read_text()
+    src = Path(load_profile("bge-m3").source).read_text()
     toml.write_text(
         src.replace('weights = "bge-m3"', f'weights = "{weights}"').replace(
             'device = "auto"', 'device = "cpu"'

@@ -123,7 +123,8 @@ def test_trident_models_list_table_and_json(tmp_path: Path) -> None:
 
     res = CliRunner().invoke(app, ["models", "list", "--json", "-"])
     assert res.exit_code == 0, res.output
-    rows = {r["profile"]: r for r in json.loads(res.output)}
+    rows = {r["profile"]: r for r in json.loads(res.stdout)}  # the table went to stderr
+    assert "model profiles" in res.stderr
     assert rows["minilm"]["present"] is True and rows["minilm"]["packaged"] is True
     assert rows["qwen2.5-vl-7b-instruct"]["present"] is False
     assert rows["qwen2.5-vl-7b-instruct"]["weights"].endswith("models/qwen2.5-vl-7b-instruct")
@@ -136,7 +137,7 @@ def _fake_weights(tmp_path: Path) -> str:
     w.mkdir()
     (w / "config.json").write_text(json.dumps({"vision_config": {}}))
     (w / "model.safetensors").write_bytes(b"")
-    src = (REPO / "models" / "qwen2.5-vl-7b-instruct.toml").read_text()
+    src = Path(load_profile("qwen2.5-vl-7b-instruct").source).read_text()
     return write(
         tmp_path / "qwen.toml", src.replace('weights = "qwen2.5-vl-7b-instruct"', 'weights = "qwen"')
     )

@@ -14,7 +14,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from trident_local.cli.common import cli_command, console, err_console, write_json
+from trident_local.cli.common import cli_command, console, err_console, json_option, write_json
 
 
 @cli_command
@@ -27,7 +27,7 @@ def annotate(
     ),
     doc: list[str] = typer.Option(None, "--doc", "-d", help="Only these documents (id, file name or stem)."),
     force: bool = typer.Option(False, "--force", help="Re-annotate documents that are already annotated."),
-    json_out: Path = typer.Option(None, "--json", help="Write the report as JSON ('-' = stdout)."),
+    json_out: str = json_option("the report"),
 ) -> None:
     """Page records (section, visual caption, entity tags, snippet) and topic/entity/structural concepts.
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, console, to_jsonable
+from trident_local.cli.common import cli_command, console, json_option, write_json
 
 
 @cli_command
@@ -32,7 +31,7 @@ def ask(
     k_max: int = typer.Option(
         None, "--k-max", min=1, help="Most pages to cite (default: the index's k_max)."
     ),
-    json_flag: bool = typer.Option(False, "--json", help="Print the full result as JSON instead of tables."),
+    json_out: str = json_option("the full result"),
 ) -> None:
     """Retrieve a candidate pool, rerank it over annotated records, and answer with cited pages."""
     from trident_local.generate.ask import ask as run_ask
@@ -54,9 +53,7 @@ def ask(
         chat_name=chat_name,
         k_max=k_max,
     )
-    if json_flag:
-        console.print_json(json.dumps(res.to_dict(), default=to_jsonable, ensure_ascii=False))
-        return
+    write_json(json_out, res.to_dict())
     a = res.answer
     console.print(f"[bold]Answer[/bold] ({a.mode}): {a.text}", highlight=False)
     if a.support and a.support != a.text:

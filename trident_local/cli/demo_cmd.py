@@ -39,7 +39,7 @@ def demo(
             raise
     console.rule(f"[bold]2. ask: {question}")
     ask(question=question, index_dir=index_dir, doc=None, pool="rrf", rerank="annotated", fields="full",
-        answer="auto", profile=None, k_max=None, json_flag=False)
+        answer="auto", profile=None, k_max=None, json_out=None)
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

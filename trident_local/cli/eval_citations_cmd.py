@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from trident_local.cli.common import cli_command, console, err_console, write_json
+from trident_local.cli.common import cli_command, console, err_console, json_option, write_json
 
 citations_app = typer.Typer(help="Citation verification: build injected instances, then run and score the "
                                  "verifier.", no_args_is_help=True)
@@ -21,6 +21,7 @@ def build(
     seed: int = typer.Option(0, help="Seed for wrong pages, perturbations and the calib/test split."),
     evidence: str = typer.Option("single", help="'single': records with one gold page; 'any': all."),
     calib_fraction: float = typer.Option(0.3, min=0.0, max=0.9, help="Share of documents in the calib split."),
+    json_out: str = json_option("the build summary (as in INSTANCES.meta.json)"),
 ) -> None:
     """Make supported / wrong-location / unsupported instances (1/3 each) with rule-assigned labels."""
     from trident_local.errors import TridentError
@@ -40,6 +41,7 @@ def build(
     console.print(f"labels {summary.by_label}; splits {summary.by_split}; wrong locations {summary.by_location}",
                   highlight=False)
     console.print(f"skipped {summary.skipped}", highlight=False)
+    write_json(json_out, summary.to_dict())
 
 
 def _fmt(v: float | None) -> str:
@@ -51,7 +53,7 @@ def _fmt(v: float | None) -> str:
 def run(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index holding the instances' documents."),
     instances_path: Path = typer.Option(..., "--instances", help="INSTANCES.jsonl from `citations build`."),
-    json_out: Path = typer.Option(None, "--json", help="Write metrics, CIs, config and outcomes ('-' = stdout)."),
+    json_out: str = json_option("metrics, CIs, config and outcomes"),
     window: int = typer.Option(2, min=0, help="Pages on each side of a cited page searched for a fix."),
     text_judge: str = typer.Option("none", "--text-judge", help="Chat profile, or 'none' (no-model scorer)."),
     image_judge: str = typer.Option("none", "--image-judge", help="VLM profile, 'none' or 'same'."),

@@ -8,7 +8,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, console, err_console, load_benchmark, write_json
+from trident_local.cli.common import cli_command, console, err_console, json_option, load_benchmark, write_json
 
 
 @cli_command
@@ -21,7 +21,7 @@ def qa(
     answer: str = typer.Option("auto", help="plain | lenses | auto"),
     profile: str = typer.Option(None, help="Chat/VLM profile (default: the index's; 'none' = extractive)."),
     limit: int = typer.Option(None, help="Only the first N questions (quick checks)."),
-    json_out: Path = typer.Option(None, "--json", help="Write the summary JSON ('-' = stdout)."),
+    json_out: str = json_option("the summary"),
     run_out: Path = typer.Option(None, "--run", help="Write per-question predictions and scores as JSONL."),
 ) -> None:
     """Accuracy (mean score) and F1 over all questions, unanswerable ones included, with breakdowns."""

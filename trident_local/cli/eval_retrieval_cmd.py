@@ -8,7 +8,14 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, err_console, human_console, load_benchmark, write_json
+from trident_local.cli.common import (
+    cli_command,
+    err_console,
+    human_console,
+    json_option,
+    load_benchmark,
+    write_json,
+)
 
 
 @cli_command
@@ -24,7 +31,7 @@ def retrieval(
     profile: str = typer.Option(None, help="Chat profile for --rerank annotated (default: the index's; "
                                           "'none' = the no-model fused-match reranker)."),
     limit: int = typer.Option(None, help="Only the first N answerable questions (quick checks)."),
-    json_out: Path = typer.Option(None, "--json", help="Write the summary JSON ('-' = stdout)."),
+    json_out: str = json_option("the summary"),
     run_out: Path = typer.Option(None, "--run", help="Write per-question rankings as JSONL."),
 ) -> None:
     """Recall@K, Precision@K, F1@K, MRR, nDCG@K and Recall@M over the answerable questions."""

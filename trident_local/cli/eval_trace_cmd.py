@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, err_console, human_console, write_json
+from trident_local.cli.common import cli_command, err_console, human_console, json_option, write_json
 
 trace_app = typer.Typer(
     help="LitTraceQA trace evaluation: without a subcommand, run the system over a dataset and print the ladder.",
@@ -53,7 +53,7 @@ def trace_eval(
                                            "'none' = the extractive CPU default)."),
     limit: int = typer.Option(None, min=1, help="Only the first N records."),
     table_threshold: float = typer.Option(0.8, help="Cell F1 at or above which a table answer is correct."),
-    json_out: Path = typer.Option(None, "--json", help="Write scores JSON ('-' = stdout)."),
+    json_out: str = json_option("the scores"),
     preds_dir: Path = typer.Option(None, "--save-preds", help="Write each rung's predictions as "
                                                               "DIR/<rung>.jsonl (scorable with `score`)."),
     per_record: bool = typer.Option(False, "--per-record", help="Also print one line per record."),
@@ -107,7 +107,7 @@ def score(
     gold: Path = typer.Option(..., help="LitTraceQA dataset JSON."),
     pred: Path = typer.Option(..., help="Predictions JSONL: one {id, papers, evidence, answer} per line."),
     table_threshold: float = typer.Option(0.8, help="Cell F1 at or above which a table answer is correct."),
-    json_out: Path = typer.Option(None, "--json", help="Write scores JSON ('-' = stdout)."),
+    json_out: str = json_option("the scores"),
 ) -> None:
     """Score saved predictions against a dataset, without running anything."""
     from trident_local.evaluate.trace_dataset import load_dataset, read_predictions

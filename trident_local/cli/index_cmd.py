@@ -15,7 +15,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, err_console, human_console, write_json
+from trident_local.cli.common import cli_command, err_console, human_console, json_option, write_json
 
 
 def _update_config(idx, *, pools, embedder, ocr, multivector) -> None:
@@ -51,7 +51,7 @@ def index(
     multivector: str = typer.Option(None, help="Page-image embedder profile for the colpali pool (e.g. colqwen2.5)."),
     annotate: bool = typer.Option(False, "--annotate", help="Also build the per-page Trident annotation."),
     workers: int = typer.Option(2, min=1, help="Processes for PDF parsing."),
-    json_out: Path = typer.Option(None, "--json", help="Write the per-file report as JSON ('-' = stdout)."),
+    json_out: str = json_option("the per-file report"),
 ) -> None:
     """Index PDFs: parse pages and evidence objects, OCR scanned pages, build retrieval pools.
 
@@ -124,7 +124,7 @@ def index(
 @cli_command
 def docs(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory."),
-    json_out: Path = typer.Option(None, "--json", help="Write the list as JSON ('-' = stdout)."),
+    json_out: str = json_option("the document list"),
 ) -> None:
     """List the documents in an index."""
     from trident_local.store.index_store import IndexStore
@@ -161,7 +161,7 @@ def search(
     doc: list[str] = typer.Option(None, "--doc", "-d", help="Restrict to these documents (id, file name or stem)."),
     pool: str = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg"),
     k: int = typer.Option(5, min=1, help="How many pages."),
-    json_out: Path = typer.Option(None, "--json", help="Write hits as JSON ('-' = stdout)."),
+    json_out: str = json_option("the hits"),
 ) -> None:
     """Ranked evidence pages for a question, with snippets (no answer generation)."""
     from trident_local.index import Index

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, console, err_console
+from trident_local.cli.common import cli_command, console, err_console, json_option, write_json
 
 
 def _split_choices(choices: list[str] | None) -> list[str]:
@@ -34,7 +33,7 @@ def trace(
                                                                  "names; skips paper retrieval). Repeatable."),
     n_papers: int = typer.Option(None, "--n-papers", min=1, help="Take exactly this many top papers."),
     per_paper: int = typer.Option(1, min=1, help="Evidence items per selected paper."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    json_out: str = json_option("the trace"),
 ) -> None:
     """Answer with a trace: {"papers": [ids], "evidence": [{paper, page, type, object}], "answer": ...}."""
     from trident_local.generate.trace import Tracer
@@ -43,9 +42,7 @@ def trace(
     idx = Index.open(index_dir)
     tracer = Tracer.from_profile(idx, profile, per_paper=per_paper)
     res = tracer.trace(question, answer_format, _split_choices(choices), papers=papers or None, n_papers=n_papers)
-    if as_json:
-        console.file.write(json.dumps(res.to_dict(), ensure_ascii=False, indent=2) + "\n")
-        return
+    write_json(json_out, res.to_dict())
     console.print(f"[bold]Q:[/bold] {question}", highlight=False)
     ans = res.answer
     if res.answer_format == "table" and isinstance(ans, list) and ans:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from trident_local.cli.common import cli_command, console, err_console, write_json
+from trident_local.cli.common import cli_command, console, err_console, json_option, write_json
 
 
 def read_answer(arg: str) -> str | dict:
@@ -58,8 +58,7 @@ def verify(
     image_judge: str = typer.Option("same", "--image-judge", help="VLM profile for the image channel, 'none', "
                                     "or 'same' (the text judge's model when it takes images)."),
     decompose: str = typer.Option(None, "--decompose", help="Chat profile that splits claims into atomic ones."),
-    json_flag: bool = typer.Option(False, "--json", help="Print the report as JSON instead of tables."),
-    out: Path = typer.Option(None, "--out", "-o", help="Also write the report JSON to this file."),
+    json_out: str = json_option("the report"),
 ) -> None:
     """Judge each claim on its cited page, then keep / fix-page / remove / flag, and print the corrected answer."""
     from rich.markup import escape
@@ -71,11 +70,7 @@ def verify(
     verifier = Verifier.from_index(index_dir, text=text_judge, image=image_judge, window=window,
                                    decompose_with=decompose)
     report = verifier.verify(parsed_answer, doc)
-    data = report.to_dict()
-    write_json(out, data)
-    if json_flag:
-        write_json("-", data)
-        return
+    write_json(json_out, report.to_dict())
     table = Table(title=f"{report.file_name}: {len(report.results)} citation(s), window ±{report.window}")
     for col in ("claim", "text", "page", "text ch.", "image ch.", "verdict", "action", "→ page", "flags"):
         table.add_column(col, overflow="fold")

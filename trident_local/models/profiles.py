@@ -2,13 +2,17 @@
 
 A profile answers "which backend, which weights, how to load them" so that a
 stage asks for ``build_model("chat", "qwen2.5-vl-7b-instruct")`` and never
-imports a backend. Profiles live in ``<repo>/models/<name>.toml`` (or
-``$TRIDENT_MODELS_DIR``); a profile name may also be a path to a ``.toml`` file.
+imports a backend. The default profiles ship inside the package
+(``trident_local/profiles/*.toml``, read with importlib.resources, so a wheel
+has them too). The user models folder (:func:`models_dir`) holds the weights
+and any extra profiles; a profile there overrides a packaged one of the same
+name. A profile name may also be a path to a ``.toml`` file.
 
 ``weights`` in a profile is one of:
 
-- a path (relative paths are relative to the profile file's folder, so
-  ``weights = "qwen2.5-vl-7b-instruct"`` means ``models/qwen2.5-vl-7b-instruct/``);
+- a path; a relative one is relative to the user models folder for a packaged
+  profile, else to the profile file's folder (so ``weights =
+  "qwen2.5-vl-7b-instruct"`` means ``<models folder>/qwen2.5-vl-7b-instruct/``);
 - ``"package:<module>"``: weights shipped inside an installed Python package
   (``<module>.get_model_path()`` or ``<module>.MODEL_DIR``);
 - ``""``: nothing local (a remote server, the tesseract binary).
@@ -20,10 +24,12 @@ Nothing is downloaded at run time unless the caller passes ``allow_download=True
 from __future__ import annotations
 
 import importlib
+import importlib.resources
 import inspect
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +49,29 @@ _REQUIRED_FILES: dict[str, list[tuple[str, ...]]] = {
 }
 
 
+PACKAGED, USER, FILE = "package", "user", "file"  # where a profile was read from (ModelProfile.origin)
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
 def models_dir() -> Path:
-    """The folder holding profile files and, by default, the weights folders."""
+    """The user models folder: weights folders, plus profiles that add to or override the packaged ones.
+
+    ``$TRIDENT_MODELS_DIR``; else ``models/`` of the source checkout this package runs
+    from, when there is one; else ``$XDG_DATA_HOME/trident/models``
+    (``~/.local/share/trident/models``), which is where an installed wheel looks.
+    """
     env = os.environ.get("TRIDENT_MODELS_DIR")
-    return Path(env).expanduser().resolve() if env else Path(__file__).resolve().parents[2] / "models"
+    if env:
+        return Path(env).expanduser().resolve()
+    if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "models").is_dir():
+        return _CHECKOUT / "models"
+    data_home = os.environ.get("XDG_DATA_HOME") or "~/.local/share"
+    return (Path(data_home).expanduser() / "trident" / "models").resolve()
+
+
+def packaged_profiles() -> Traversable:
+    """The default profiles shipped as package data."""
+    return importlib.resources.files("trident_local").joinpath("profiles")
 
 
 @dataclass
@@ -65,6 +90,7 @@ class ModelProfile:
     notes: str = ""
     extra_roles: list[str] = field(default_factory=list)  # e.g. BGE-M3 serves embedder and sparse
     source: str = ""  # the .toml file this profile was read from
+    origin: str = ""  # PACKAGED, USER or FILE: decides what relative weights paths are relative to
 
     @property
     def roles(self) -> list[str]:
@@ -86,7 +112,7 @@ class ModelProfile:
             return _package_model_dir(self.weights[len(PACKAGE_PREFIX) :])
         p = Path(self.weights).expanduser()
         if not p.is_absolute():
-            base = Path(self.source).parent if self.source else models_dir()
+            base = models_dir() if self.origin == PACKAGED or not self.source else Path(self.source).parent
             p = base / p
         return p.resolve()
 
@@ -121,45 +147,63 @@ def _package_model_dir(module: str) -> Path:
     return Path(mod.MODEL_DIR).resolve()
 
 
-def _profile_file(name: str) -> Path:
+def _profile_file(name: str) -> tuple[Path | Traversable, str]:
+    """The file a profile name or path means, and its origin (user folder first, then the package)."""
     p = Path(name).expanduser()
     if name.endswith(".toml") or p.is_file():
         if not p.is_file():
             raise TridentError(f"model profile file not found: {p}")
-        return p.resolve()
-    f = models_dir() / f"{name}.toml"
-    if not f.is_file():
-        known = ", ".join(pr.name for pr in list_profiles()) or "none"
-        raise TridentError(f"no model profile {name!r} (looked for {f}); known profiles: {known}")
-    return f
+        p = p.resolve()
+        return p, USER if p.parent == models_dir() else FILE
+    user = models_dir() / f"{name}.toml"
+    if user.is_file():
+        return user, USER
+    packaged = packaged_profiles().joinpath(f"{name}.toml")
+    if packaged.is_file():
+        return packaged, PACKAGED
+    known = ", ".join(pr.name for pr in list_profiles()) or "none"
+    raise TridentError(
+        f"no model profile {name!r} (looked in {models_dir()} and the packaged profiles); known profiles: {known}"
+    )
 
 
 def load_profile(name: str) -> ModelProfile:
-    """Read a profile by name (``models/<name>.toml``) or from a path to a .toml file."""
-    path = _profile_file(name)
+    """Read a profile by name (user models folder, then packaged) or from a path to a .toml file."""
+    path, origin = _profile_file(name)
+    return _read_profile(path, origin)
+
+
+def _read_profile(path: Path | Traversable, origin: str) -> ModelProfile:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise TridentError(f"{path}: invalid TOML: {e}") from e
-    known = {f.name for f in fields(ModelProfile)}
+    known = {f.name for f in fields(ModelProfile)} - {"source", "origin"}
     unknown = set(data) - known
     if unknown:
         raise TridentError(f"{path}: unknown profile keys {sorted(unknown)}; allowed: {sorted(known)}")
     for key in ("role", "backend"):
         if key not in data:
             raise TridentError(f"{path}: profile needs a {key!r}")
-    data.setdefault("name", path.stem)
+    data.setdefault("name", path.name.removesuffix(".toml"))
     data.setdefault("weights", "")
-    data["source"] = str(path)
+    data["source"], data["origin"] = str(path), origin
     return ModelProfile(**data)
 
 
 def list_profiles() -> list[ModelProfile]:
-    """All profiles in the models folder, sorted by role then name; broken files are skipped."""
+    """The packaged profiles and those in the user models folder (which win by file name), sorted
+    by role then name; broken files are skipped."""
+    files: dict[str, tuple[Path | Traversable, str]] = {
+        f.name: (f, PACKAGED) for f in packaged_profiles().iterdir() if f.name.endswith(".toml")
+    }
+    user = models_dir()
+    if user.is_dir():
+        files.update({f.name: (f, USER) for f in user.glob("*.toml")})
     out = []
-    for f in sorted(models_dir().glob("*.toml")):
+    for f, origin in files.values():
         try:
-            out.append(load_profile(str(f)))
+            out.append(_read_profile(f, origin))
         except TridentError:
             continue
     return sorted(out, key=lambda p: (p.role, p.name))
@@ -175,7 +219,13 @@ def missing_model_message(p: ModelProfile) -> str:
             f" e.g. `huggingface-cli download {p.hf_id} --local-dir {path}` on a machine with internet,"
             " or pass allow_download=True (CLI: --allow-download) to fetch them once."
         )
-    msg += f" Or point `weights` in {p.source or 'the profile'} at a folder that has them."
+    if p.origin == PACKAGED:
+        msg += (
+            f" Or copy the profile to {models_dir() / (p.name + '.toml')} (the user models folder; "
+            "$TRIDENT_MODELS_DIR moves it) and point its `weights` at a folder that has them."
+        )
+    else:
+        msg += f" Or point `weights` in {p.source or 'the profile'} at a folder that has them."
     return msg + (f" Note: {p.notes}" if p.notes else "")
 
 
