@@ -116,6 +116,7 @@ def test_ask_json_every_pool(annotated: Path, pool: str) -> None:
             "--pool",
             pool,
             "--json",
+            "-",
         ],
     )
     assert res.exit_code == 0, res.output
@@ -232,6 +233,7 @@ def test_ask_with_a_tiny_model_profile(
             "--k-max",
             "1",
             "--json",
+            "-",
         ],
     )
     assert res.exit_code == 0, res.output

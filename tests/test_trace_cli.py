@@ -149,7 +149,7 @@ def test_ladder(index: Index) -> None:
 
 # -- commands ------------------------------------------------------------------------------------------------
 def test_trace_command(index: Index) -> None:
-    res = CliRunner().invoke(app, ["trace", "--index", str(index.store.root), "--json",
+    res = CliRunner().invoke(app, ["trace", "--index", str(index.store.root), "--json", "-",
                                    "Which prior work does the SEGNEXT tokenizer follow?",
                                    "--format", "multiple_choice", "--choices", "byte pair encoding [3]|characters"])
     assert res.exit_code == 0, res.output

@@ -297,9 +297,9 @@ def test_verify_cli(index: Index, tmp_path: Path) -> None:
     ans.write_text("Revenue of Zephyr Corp reached 4,250 million dollars in 2019 [p. 3].", encoding="utf-8")
     runner = CliRunner()
     res = runner.invoke(app, ["verify", "--index", str(index.store.root), "--doc", "facts.pdf", str(ans),
-                              "--text-judge", "none", "--json"])
+                              "--text-judge", "none", "--json", "-"])
     assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout[res.stdout.index("{"):])
+    data = json.loads(res.stdout)
     assert data["results"][0]["action"] == "fix-page" and data["results"][0]["new_page"] == 2
     assert data["corrected_answer"].endswith("[p. 2].")
     js = tmp_path / "answer.json"
@@ -307,7 +307,7 @@ def test_verify_cli(index: Index, tmp_path: Path) -> None:
                                                                  "executive of Zephyr Corp in March 2020.",
                                                          "pages": [6]}]}), encoding="utf-8")
     res = runner.invoke(app, ["verify", "-i", str(index.store.root), "-d", "facts", str(js), "--text-judge", "none",
-                              "--window", "1", "-o", str(tmp_path / "rep.json")])
+                              "--window", "1", "--json", str(tmp_path / "rep.json")])
     assert res.exit_code == 0, res.output
     assert "keep" in res.stdout and "corrected answer" in res.stdout
     assert json.loads((tmp_path / "rep.json").read_text())["window"] == 1

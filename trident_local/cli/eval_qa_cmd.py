@@ -8,7 +8,14 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, console, err_console, json_option, load_benchmark, write_json
+from trident_local.cli.common import (
+    cli_command,
+    console,
+    err_console,
+    json_option,
+    load_benchmark,
+    write_json,
+)
 
 
 @cli_command
