@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Launch `vllm serve` for a chat model profile (models/<PROFILE>.toml), with the profile's
+# Launch `vllm serve` for a chat model profile (name or .toml path), with the profile's
 # weights path, dtype, quantization and engine args; the model is served under the profile's
 # name. Extra arguments go to vllm serve (e.g. --port 8001 --api-key KEY).
 #
 #   scripts/serve_vllm.sh qwen2.5-vl-7b-instruct --port 8000
-#   then: build_model("chat", "vllm-server")   (models/vllm-server.toml points at :8000)
+#   then: build_model("chat", "vllm-server")   (the vllm-server profile points at :8000)
 set -euo pipefail
 
 if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
