@@ -116,6 +116,7 @@ app = typer.Typer()
 @cli_command
 def main(json_out: str = json_option()) -> None:
     print("python print")
+    sys.__stdout__.write("buffered on the real stdout\\n")
     os.write(1, b"fd 1 write\\n")
     subprocess.run([sys.executable, "-c", "print('child process')"], check=True)
     write_json(json_out, {"ok": True})
@@ -132,7 +133,7 @@ def test_stdout_is_reserved_at_the_file_descriptor_level(tmp_path: Path) -> None
                          timeout=120)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == {"ok": True}
-    for line in ("python print", "fd 1 write", "child process", "after the json"):
+    for line in ("python print", "buffered on the real stdout", "fd 1 write", "child process", "after the json"):
         assert line in res.stderr
     res = subprocess.run([sys.executable, "-c", NOISY], env=env, capture_output=True, text=True, timeout=120)
     assert "child process" in res.stdout and "fd 1 write" in res.stdout

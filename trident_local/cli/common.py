@@ -96,6 +96,7 @@ def stdout_for_json_only() -> Iterator[None]:
         yield
     finally:
         sys.stdout, _pending_stdout = real, None
+        real.flush()  # what was buffered on the real stdout meanwhile still goes to stderr
         sys.stderr.flush()
         if saved_fd is not None:
             os.dup2(saved_fd, out_fd)
