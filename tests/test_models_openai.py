@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 from tiny_models import tiny_chat_profile
 
-from trident_local.models.openai_server import ChatServer
+from openai_double import ChatServer
 from trident_local.models.profiles import build_model
 from trident_local.models.protocols import (
     ChatModel,
