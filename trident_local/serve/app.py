@@ -82,7 +82,7 @@ def create_app(settings: Settings) -> FastAPI:
     keys = KeyStore(settings.resolved_keys_file, settings.api_key)
     if not settings.loopback and not keys.enabled:
         raise TridentError(f"binding {settings.host} (not loopback) needs an API key: set TRIDENT_API_KEY")
-    engine = Engine(settings.indexes, settings.data_dir)
+    engine = Engine(settings.indexes, settings.data_dir, settings.chat)
     metrics = Metrics.create()
     for h in engine.handles.values():
         clean_partials(h.path)

@@ -103,7 +103,8 @@ class IndexHandle:
 class Engine:
     """The served indexes and the library calls the API makes on them."""
 
-    def __init__(self, indexes: dict[str, str], data_dir: str = ""):
+    def __init__(self, indexes: dict[str, str], data_dir: str = "", chat: str = ""):
+        self.chat = chat  # overrides each index's chat profile when set
         self.data_dir = Path(data_dir) if data_dir else None
         self.handles: dict[str, IndexHandle] = {}
         self._models: dict[str, Any] = {}
@@ -197,7 +198,7 @@ class Engine:
         from trident_local.annotate import annotation_stage
 
         idx = self.handle(name).writer()
-        idx.doc_stages.append(annotation_stage(idx))  # the annotated rerank needs it; no-model by default
+        idx.doc_stages.append(annotation_stage(idx, self.chat or None))  # the annotated rerank needs it; no-model by default
         try:
             rep = idx.add([path], workers=1)
         except TridentError as e:
@@ -212,7 +213,7 @@ class Engine:
 
         idx = self.handle(name).writer()
         try:
-            rep = annotate_index(idx, docs=[doc_id])  # takes the index's writer lock itself
+            rep = annotate_index(idx, profile=self.chat or None, docs=[doc_id])  # takes the index's writer lock itself
         except TridentError as e:
             if "another process is writing" in str(e):
                 raise Busy(str(e)) from e
@@ -269,7 +270,7 @@ class Engine:
 
         with self.reading(name) as idx:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
-            profile = idx.config.chat
+            profile = self.chat or idx.config.chat
             if rerank == "auto":  # the annotated rerank needs every document annotated
                 entries = idx.store.manifest.documents
                 targets = doc_ids or idx.store.doc_ids()
@@ -297,7 +298,7 @@ class Engine:
 
         with self.reading(name) as idx:
             doc_id = self._resolve(idx, doc)
-            report = Verifier.from_index(idx, window=window).verify(answer, doc_id)
+            report = Verifier.from_index(idx, text=self.chat or None, window=window).verify(answer, doc_id)
             return report.to_dict()
 
     def trace(self, name: str, question: str, *, answer_format: str, choices: list[str],
@@ -305,7 +306,7 @@ class Engine:
         from trident_local.generate.trace import Tracer
 
         with self.reading(name) as idx:
-            tracer = Tracer(idx, self.chat_model(idx.config.chat))
+            tracer = Tracer(idx, self.chat_model(self.chat or idx.config.chat))
             return tracer.trace(question, answer_format, choices, papers=papers or None).to_dict()
 
     def page_png(self, name: str, doc: str, page: int) -> Path:

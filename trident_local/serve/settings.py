@@ -23,6 +23,7 @@ class Settings:
     data_dir: str = ""  # where POST /api/indexes creates new indexes ("" = creating is off)
     host: str = "127.0.0.1"
     port: int = 8000
+    chat: str = ""  # chat/VLM profile for asks, verification and traces ("" = each index's own; "none" = no model)
     api_key: str = ""  # admin key given at start-up (TRIDENT_API_KEY); never stored in clear
     keys_file: str = ""  # hashed API keys; default: <first index>/serve_keys.json
     max_upload_mb: float = 200.0  # one uploaded file
