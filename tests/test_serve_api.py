@@ -73,6 +73,8 @@ def test_upload_indexes_in_background_then_askable_and_deletable(client: TestCli
     pdf = text_pdf(tmp_path / "turbine.pdf", ["Turbine maintenance manual. The gearbox oil is changed every 18 months."])
     r = client.post("/api/indexes/r/documents", files={"file": ("turbine.pdf", pdf.read_bytes(), "application/pdf")})
     assert r.status_code == 202, r.text
+    during = client.post("/api/indexes/r/ask", json={"question": "Which region led?"})  # while the job runs
+    assert during.status_code == 200 and during.json()["answer"]["citations"]
     job = wait_job(client, r.json()["job"]["job_id"])
     assert job["state"] == "done" and job["progress"]["pages_done"] == 1 == job["progress"]["pages_total"]
     doc_id = job["files"][0]["doc_id"]
@@ -222,3 +224,18 @@ def test_cancel_queued_job_and_settings_from_env(client: TestClient, tmp_path: P
     s = Settings.load(env={"TRIDENT_SERVE_PORT": "9001", "TRIDENT_SERVE_CORS_ORIGINS": "https://a,https://b",
                            "TRIDENT_API_KEY": "k"}, indexes={"r": "x"})
     assert (s.port, s.cors_origins, s.api_key, s.indexes) == (9001, ["https://a", "https://b"], "k", {"r": "x"})
+
+
+def test_create_an_index_then_upload_into_it(built: Path, tmp_path: Path) -> None:
+    app = create_app(Settings(indexes={"r": str(copy_index(built, tmp_path / "idx"))}, data_dir=str(tmp_path / "data")))
+    with TestClient(app) as c:
+        assert c.post("/api/indexes", json={"name": "../evil"}).status_code == 400
+        r = c.post("/api/indexes", json={"name": "contracts", "config": {"pools": ["bm25"]}})
+        assert r.status_code == 201 and r.json()["config"]["pools"] == ["bm25"] and r.json()["documents"] == 0
+        assert c.post("/api/indexes", json={"name": "contracts"}).status_code == 409
+        pdf = text_pdf(tmp_path / "lease.pdf", ["Lease agreement. The monthly rent is 2,450 euros."])
+        up = c.post("/api/indexes/contracts/documents", files={"file": ("lease.pdf", pdf.read_bytes())})
+        assert wait_job(c, up.json()["job"]["job_id"])["state"] == "done"
+        assert (tmp_path / "data" / "contracts" / "jobs.json").exists()
+        hits = c.post("/api/indexes/contracts/search", json={"question": "monthly rent", "pool": "bm25"}).json()
+        assert hits["hits"][0]["page"] == 1

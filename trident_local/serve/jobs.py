@@ -167,6 +167,10 @@ class JobManager:
         self._thread = threading.Thread(target=self._work, name="trident-jobs", daemon=True)
         self._thread.start()
 
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
     def stop(self, timeout: float = 30.0) -> None:
         """Finish the current file (a checkpoint), leave the rest queued for the next start."""
         self._stopping.set()

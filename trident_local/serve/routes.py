@@ -79,7 +79,7 @@ def ready(request: Request) -> JSONResponse:
     for name, h in engine.handles.items():
         if not (h.path / "manifest.json").exists():
             problems.append(f"index {name}: manifest missing")
-    if jobs._thread is None or not jobs._thread.is_alive():
+    if not jobs.alive:
         problems.append("job worker not running")
     return JSONResponse({"ready": not problems, "problems": problems}, status_code=503 if problems else 200)
 
