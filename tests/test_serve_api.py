@@ -154,6 +154,9 @@ def test_bad_requests_are_json_errors(client: TestClient) -> None:
     err(client.post("/api/indexes/r/ask", content=b"[" + b"1," * 200_000 + b"1]",
                     headers={"content-type": "application/json"}), 413)
     err(client.post("/api/indexes", json={"name": "new"}), 400)  # no data_dir: creating is off
+    chunked = (b'{"question": "' + b"x" * 1000 + b'"}' for _ in range(400))  # no Content-Length
+    err(client.post("/api/indexes/r/ask", content=chunked, headers={"content-type": "application/json"}), 413)
+    err(client.post("/api/indexes/r/ask", files={"file": ("a.pdf", b"%PDF-" + b"0" * 300_000)}), 413)
 
 
 def test_keys_scopes_and_hashed_storage(built: Path, tmp_path: Path) -> None:
@@ -239,3 +242,14 @@ def test_create_an_index_then_upload_into_it(built: Path, tmp_path: Path) -> Non
         assert (tmp_path / "data" / "contracts" / "jobs.json").exists()
         hits = c.post("/api/indexes/contracts/search", json={"question": "monthly rent", "pool": "bm25"}).json()
         assert hits["hits"][0]["page"] == 1
+
+
+def test_trace_returns_papers_evidence_and_answer(client: TestClient) -> None:
+    r = client.post("/api/indexes/r/trace", json={"question": "What was the wind capacity in the South in 2021?",
+                                                  "format": "free_form"})
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert d["papers"] and d["evidence"] and d["evidence"][0]["page"] >= 1
+    assert d["mode"] == "extractive"
+    bad = client.post("/api/indexes/r/trace", json={"question": "q", "format": "poem"})
+    assert bad.status_code == 422 and "format" in bad.json()["error"]

@@ -44,8 +44,16 @@ class JsonLogFormatter(logging.Formatter):
         return json.dumps(d, ensure_ascii=False)
 
 
+class BodyTooLarge(Exception):
+    """A non-upload request body grew past the limit while being read (e.g. chunked, no Content-Length)."""
+
+
+def _is_upload(scope: dict) -> bool:
+    return scope["method"] == "POST" and scope["path"].endswith("/documents")
+
+
 class Observe:
-    """ASGI middleware: JSON body size limit, request metrics and one structured log line per request."""
+    """ASGI middleware: body size limit, request metrics and one structured log line per request."""
 
     def __init__(self, app: Any, metrics: Metrics, max_json: int):
         self.app, self.metrics, self.max_json = app, metrics, max_json
@@ -58,17 +66,28 @@ class Observe:
         headers = dict(scope.get("headers") or [])
         ctype = headers.get(b"content-type", b"").decode("latin-1")
         length = headers.get(b"content-length", b"")
-        if not ctype.startswith("multipart/") and length.isdigit() and int(length) > self.max_json:
+        upload = _is_upload(scope) and ctype.startswith("multipart/")  # uploads have their own limits
+        if not upload and length.isdigit() and int(length) > self.max_json:
             resp = error(413, f"request body is larger than the limit of {self.max_json // 1024} kB")
             status["code"] = 413
             await resp(scope, receive, send)
         else:
+            seen = {"bytes": 0}
+
+            async def receive_limited() -> dict:
+                message = await receive()
+                if not upload and message["type"] == "http.request":
+                    seen["bytes"] += len(message.get("body", b""))
+                    if seen["bytes"] > self.max_json:
+                        raise BodyTooLarge(f"request body is larger than the limit of {self.max_json // 1024} kB")
+                return message
+
             async def send_wrapped(message: dict) -> None:
                 if message["type"] == "http.response.start":
                     status["code"] = message["status"]
                 await send(message)
 
-            await self.app(scope, receive, send_wrapped)
+            await self.app(scope, receive_limited, send_wrapped)
         route = getattr(scope.get("route"), "path", "unmatched")
         dt = time.perf_counter() - t0
         self.metrics.requests.labels(scope["method"], route, str(status["code"])).inc()
@@ -106,6 +125,9 @@ def create_app(settings: Settings) -> FastAPI:
             states[j.state] = states.get(j.state, 0) + 1
         for s in ("queued", "running", "done", "failed", "cancelled"):
             metrics.jobs.labels(s).set(states.get(s, 0))
+        active = [j for j in jobs.jobs.values() if j.state in ("queued", "running")]
+        metrics.job_pages.labels("done").set(sum(j.pages_done for j in active))
+        metrics.job_pages.labels("total").set(sum(j.pages_total for j in active))
 
     jobs = JobManager({n: h.path for n, h in engine.handles.items()},
                       {"index": run_index, "annotate": run_annotate},
@@ -143,6 +165,10 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(TridentError)
     async def _user_error(_: Request, e: TridentError) -> JSONResponse:
         return error(400, str(e))
+
+    @app.exception_handler(BodyTooLarge)
+    async def _too_large(_: Request, e: BodyTooLarge) -> JSONResponse:
+        return error(413, str(e))
 
     @app.exception_handler(QueueFull)
     async def _full(_: Request, e: QueueFull) -> JSONResponse:

@@ -13,6 +13,7 @@ class Metrics:
     requests: Counter
     latency: Histogram
     jobs: Gauge
+    job_pages: Gauge
     pages_indexed: Counter
     answers: Counter
     fallbacks: Counter
@@ -29,6 +30,7 @@ class Metrics:
             Histogram("trident_request_seconds", "HTTP request latency", ["route"], registry=r,
                       buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)),
             Gauge("trident_jobs", "Jobs by state", ["state"], registry=r),
+            Gauge("trident_job_pages", "Pages of queued/running jobs: done and total", ["kind"], registry=r),
             Counter("trident_pages_indexed", "Pages indexed by jobs", registry=r),
             Counter("trident_answers", "Answers by mode (model profile or no-model strategy)", ["mode"], registry=r),
             Counter("trident_rerank_fallbacks", "Reranks that fell back to the pool order", registry=r),

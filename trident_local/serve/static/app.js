@@ -48,12 +48,19 @@ async function loadDocs() {
   const { documents } = await api(`${base()}/documents`);
   state.docs = documents;
   const box = $("doclist");
+  const ticked = new Set(selectedDocs());
   box.replaceChildren(box.querySelector("legend"), ...documents.map((d) => {
     const ready = d.stages && d.stages.ingest;
-    return el("label", {}, el("input", { type: "checkbox", value: d.doc_id, "data-name": d.file_name }),
+    const cb = el("input", { type: "checkbox", value: d.doc_id, "data-name": d.file_name });
+    cb.checked = ticked.has(d.doc_id);
+    return el("label", {}, cb,
       `${d.file_name} · ${d.n_pages} p.${ready ? "" : " (indexing)"}`);
   }));
+  const keep = $("verify-doc").value;
   $("verify-doc").replaceChildren(...documents.map((d) => el("option", { value: d.doc_id }, d.file_name)));
+  if (keep && documents.some((d) => d.doc_id === keep)) $("verify-doc").value = keep;
+  const opt = $("index").selectedOptions[0];
+  if (opt) opt.textContent = `${state.index} (${documents.length} docs)`;
 }
 
 function jobView(job) {
