@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -217,16 +218,52 @@ def test_gate_admits_slots_plus_queue() -> None:
     assert asyncio.run(main()) == ["a", "c:429", "b"]
 
 
-def test_cancel_queued_job_and_settings_from_env(client: TestClient, tmp_path: Path) -> None:
-    jobs = client.app.state.jobs
-    from trident_local.serve.jobs import JobFile
+def test_jobs_cancel_and_resume_from_the_persisted_table(tmp_path: Path) -> None:
+    import threading
 
-    job = jobs.submit("r", "index", [JobFile("x.pdf", str(tmp_path / "missing.pdf"), "", 1)])
-    c = client.post(f"/api/jobs/{job.job_id}/cancel").json()
-    assert c["state"] in ("cancelled", "failed", "done")
-    s = Settings.load(env={"TRIDENT_SERVE_PORT": "9001", "TRIDENT_SERVE_CORS_ORIGINS": "https://a,https://b",
-                           "TRIDENT_API_KEY": "k"}, indexes={"r": "x"})
-    assert (s.port, s.cors_origins, s.api_key, s.indexes) == (9001, ["https://a", "https://b"], "k", {"r": "x"})
+    from trident_local.serve.jobs import JobFile, JobManager
+
+    started, release = threading.Event(), threading.Event()
+
+    def runner(job, f):
+        started.set()
+        release.wait(30)
+        f.status, f.pages = "done", 2
+
+    m = JobManager({"r": tmp_path}, {"index": runner})
+    m.start()
+    a = m.submit("r", "index", [JobFile(f"a{i}.pdf", pages=2) for i in range(3)])
+    b = m.submit("r", "index", [JobFile("b.pdf", pages=2)])
+    assert started.wait(30)
+    assert m.cancel(b.job_id).state == "cancelled"  # queued: cancelled at once
+    assert m.cancel(a.job_id).cancel_requested  # running: stops after the current file
+    release.set()
+    m.stop()
+    assert a.state == "cancelled" and [f.status for f in a.files] == ["done", "cancelled", "cancelled"]
+    assert a.progress()["pages_done"] == 2
+
+    c = m.submit("r", "index", [JobFile("c.pdf", pages=1)])  # the worker is stopped: stays queued
+    again = JobManager({"r": tmp_path}, {"index": runner})  # as after a restart
+    assert again.get(c.job_id).state == "queued" and again.get(c.job_id).resumed == 1
+    assert again.get(a.job_id).state == "cancelled"
+    again.start()
+    deadline = time.monotonic() + 30
+    while again.get(c.job_id).state != "done" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    again.stop()
+    assert again.get(c.job_id).state == "done"
+
+
+def test_settings_from_file_env_and_flags(tmp_path: Path) -> None:
+    f = tmp_path / "serve.toml"
+    f.write_text('port = 9000\nmax_upload_mb = 50\n[indexes]\nr = "/srv/r"\n')
+    s = Settings.load(f, env={"TRIDENT_SERVE_PORT": "9001", "TRIDENT_SERVE_CORS_ORIGINS": "https://a,https://b",
+                              "TRIDENT_API_KEY": "k"}, host="127.0.0.2")
+    assert (s.port, s.max_upload_mb, s.cors_origins, s.api_key, s.indexes, s.host) == (
+        9001, 50.0, ["https://a", "https://b"], "k", {"r": "/srv/r"}, "127.0.0.2")
+    assert s.loopback and not Settings(host="0.0.0.0").loopback
+    with pytest.raises(TridentError, match="TRIDENT_SERVE_PORT"):
+        Settings.load(env={"TRIDENT_SERVE_PORT": "eighty"})
 
 
 def test_create_an_index_then_upload_into_it(built: Path, tmp_path: Path) -> None:

@@ -44,10 +44,6 @@ class JsonLogFormatter(logging.Formatter):
         return json.dumps(d, ensure_ascii=False)
 
 
-class BodyTooLarge(Exception):
-    """A non-upload request body grew past the limit while being read (e.g. chunked, no Content-Length)."""
-
-
 def _is_upload(scope: dict) -> bool:
     return scope["method"] == "POST" and scope["path"].endswith("/documents")
 
@@ -72,22 +68,37 @@ class Observe:
             status["code"] = 413
             await resp(scope, receive, send)
         else:
-            seen = {"bytes": 0}
+            if not upload and not length:  # chunked: read it here (at most the limit), then replay it
+                body, more = b"", True
+                while more:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return
+                    body += message.get("body", b"")
+                    more = message.get("more_body", False)
+                    if len(body) > self.max_json:
+                        status["code"] = 413
+                        await error(413, f"request body is larger than the limit of {self.max_json // 1024} kB")(
+                            scope, receive, send)
+                        return self._observe(scope, status, t0)
+                replay = [{"type": "http.request", "body": body, "more_body": False}]
 
-            async def receive_limited() -> dict:
-                message = await receive()
-                if not upload and message["type"] == "http.request":
-                    seen["bytes"] += len(message.get("body", b""))
-                    if seen["bytes"] > self.max_json:
-                        raise BodyTooLarge(f"request body is larger than the limit of {self.max_json // 1024} kB")
-                return message
+                async def receive_buffered() -> dict:
+                    return replay.pop() if replay else await receive()
+
+                app_receive = receive_buffered
+            else:
+                app_receive = receive
 
             async def send_wrapped(message: dict) -> None:
                 if message["type"] == "http.response.start":
                     status["code"] = message["status"]
                 await send(message)
 
-            await self.app(scope, receive_limited, send_wrapped)
+            await self.app(scope, app_receive, send_wrapped)
+        self._observe(scope, status, t0)
+
+    def _observe(self, scope: dict, status: dict, t0: float) -> None:
         route = getattr(scope.get("route"), "path", "unmatched")
         dt = time.perf_counter() - t0
         self.metrics.requests.labels(scope["method"], route, str(status["code"])).inc()
@@ -165,10 +176,6 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(TridentError)
     async def _user_error(_: Request, e: TridentError) -> JSONResponse:
         return error(400, str(e))
-
-    @app.exception_handler(BodyTooLarge)
-    async def _too_large(_: Request, e: BodyTooLarge) -> JSONResponse:
-        return error(413, str(e))
 
     @app.exception_handler(QueueFull)
     async def _full(_: Request, e: QueueFull) -> JSONResponse:
