@@ -38,10 +38,14 @@ def pdfs(tmp_path: Path) -> list[Path]:
 
 def test_client_disconnect_mid_upload_keeps_nothing(tmp_path: Path) -> None:
     port, index = free_port(), tmp_path / "idx"
-    proc = serve_process(index, port)
+    first = text_pdf(tmp_path / "first.pdf", ["Added at start-up with --add."])
+    proc = serve_process(index, port, "--add", str(first))
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, proc=proc)
+        with httpx.Client(base_url=url, timeout=60) as c:
+            (job,) = c.get("/api/jobs").json()["jobs"]
+            assert wait_job(c, job["job_id"])["state"] == "done"
         s = _partial_upload(port)
         deadline = time.monotonic() + 30
         while not _partials(index) and time.monotonic() < deadline:
@@ -52,7 +56,8 @@ def test_client_disconnect_mid_upload_keeps_nothing(tmp_path: Path) -> None:
         while _partials(index) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _partials(index) == []
-        assert httpx.get(f"{url}/api/indexes/idx/documents").json() == {"documents": []}
+        docs = httpx.get(f"{url}/api/indexes/idx/documents").json()["documents"]
+        assert [d["file_name"] for d in docs] == ["first.pdf"]
         assert httpx.get(f"{url}/health").status_code == 200
     finally:
         proc.send_signal(signal.SIGTERM)
