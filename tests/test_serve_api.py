@@ -68,6 +68,10 @@ def test_search_verify_and_document_info(client: TestClient) -> None:
     info = client.get(f"/api/indexes/r/documents/{doc}").json()
     assert info["n_pages"] == 3 and len(info["pages"]) == 3
     assert client.get("/api/indexes/r").json()["pools"]["bm25"]["fresh"] is True
+    job = client.post("/api/indexes/r/annotate", json={"docs": ["wind.pdf"]})  # a background annotation job
+    assert job.status_code == 202 and [f["doc_id"] for f in job.json()["files"]] == [doc]
+    assert wait_job(client, job.json()["job_id"])["state"] == "done"
+    assert client.post("/api/indexes/r/annotate", json={"docs": ["nope.pdf"]}).status_code == 404
 
 
 def test_upload_indexes_in_background_then_askable_and_deletable(client: TestClient, tmp_path: Path) -> None:

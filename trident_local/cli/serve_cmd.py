@@ -25,15 +25,15 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         """Serve the HTTP API (OpenAPI docs at /docs) and the web page; no model weights needed."""
         import uvicorn
 
-        from trident_local.index import Index
         from trident_local.serve import Settings, create_app
         from trident_local.serve.app import configure_logging
+        from trident_local.serve.engine import ensure_index
 
         indexes = None
         if index:
             indexes = {}
             for p in index:
-                Index.create(p)  # opens an existing index, creates an empty one otherwise
+                ensure_index(p)
                 indexes[p.resolve().name] = str(p)
         s = Settings.load(config, indexes=indexes, host=host, port=port,
                           data_dir=str(data_dir) if data_dir else None)

@@ -26,6 +26,11 @@ from trident_local.index import FileResult, Index
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
+def ensure_index(path: str | Path) -> None:
+    """Open the index at ``path``, or create an empty one there (with the default config)."""
+    Index.create(path)
+
+
 class NotFound(TridentError):
     """An unknown index, document, page or job (HTTP 404)."""
 
@@ -241,11 +246,20 @@ class Engine:
                     out.append((str(p), doc_id))
             return out
 
-    def page_count(self, path: str) -> int:
+    @staticmethod
+    def check_pdf(path: str | Path) -> tuple[int, str]:
+        """(pages, "") for a PDF the indexer can open, else (0, why not): corrupt, encrypted, no pages, ..."""
         from trident_local.docs.pdf_open import open_pdf
+        from trident_local.errors import IngestError
 
-        with open_pdf(path) as pdf:
-            return pdf.page_count
+        try:
+            with open_pdf(path) as pdf:
+                return pdf.page_count, ""
+        except IngestError as e:
+            return 0, e.reason
+
+    def page_count(self, path: str) -> int:
+        return self.check_pdf(path)[0]
 
     # -- queries -------------------------------------------------------------------------------------
     def chat_model(self, profile: str) -> Any:

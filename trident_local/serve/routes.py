@@ -131,11 +131,12 @@ async def upload(request: Request, index: str) -> JSONResponse:
     known = await run_in_threadpool(engine.doc_ids, index)
     try:
         stored = await receive_pdfs(request, h.path, max_file=int(settings.max_upload_mb * 1024**2),
-                                    max_request=int(settings.max_request_mb * 1024**2), known=known)
+                                    max_request=int(settings.max_request_mb * 1024**2), known=known,
+                                    check=engine.check_pdf)
     except UploadError as e:
         return JSONResponse({"error": str(e), "status": e.status}, status_code=e.status)
     todo = [s for s in stored if s.status == "stored"]
-    files = [JobFile(s.name, s.path, s.doc_id, await run_in_threadpool(engine.page_count, s.path)) for s in todo]
+    files = [JobFile(s.name, s.path, s.doc_id, s.pages) for s in todo]
     job = request.app.state.jobs.submit(index, "index", files) if files else None
     body = {"files": [s.__dict__ for s in stored], "job": job.to_dict() if job else None}
     rejected = [s for s in stored if s.status == "rejected"]

@@ -16,14 +16,13 @@ import re
 import shutil
 import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
-
-from trident_local.errors import IngestError
 
 UPLOADS = "uploads"
 PARTIAL = ".partial"
@@ -48,6 +47,7 @@ class StoredUpload:
     status: str = "stored"  # stored | duplicate | rejected
     error: str = ""
     http_status: int = 0  # for rejected files: 413 too large, 415 not a PDF, 422 unreadable
+    pages: int = 0
 
 
 def safe_name(raw: str) -> str:
@@ -147,11 +147,15 @@ class _Sink:
             self._path.unlink(missing_ok=True)
 
 
+Checker = Callable[[Path], tuple[int, str]]  # a PDF -> (pages, "") or (0, why it cannot be indexed)
+
+
 async def receive_pdfs(request: Request, index_root: Path, *, max_file: int, max_request: int,
-                       known: set[str]) -> list[StoredUpload]:
+                       known: set[str], check: Checker) -> list[StoredUpload]:
     """Stream the multipart body's ``file`` parts to disk, then check and keep each PDF.
 
-    ``known``: doc_ids already in the index (reported as duplicates, not stored twice).
+    ``known``: doc_ids already in the index (reported as duplicates, not stored twice);
+    ``check``: opens a PDF the way the indexer will.
     """
     ctype, opts = parse_options_header(request.headers.get("content-type", ""))
     if ctype != b"multipart/form-data" or b"boundary" not in opts:
@@ -188,10 +192,11 @@ async def receive_pdfs(request: Request, index_root: Path, *, max_file: int, max
     if not sink.files:
         sink.abort()
         raise UploadError(422, "no file in the request: send PDFs in the multipart field 'file'")
-    return [_keep(rec, part, sha, index_root, known) for rec, part, sha in sink.files]
+    return [_keep(rec, part, sha, index_root, known, check) for rec, part, sha in sink.files]
 
 
-def _keep(rec: StoredUpload, part: Path, sha: str, index_root: Path, known: set[str]) -> StoredUpload:
+def _keep(rec: StoredUpload, part: Path, sha: str, index_root: Path, known: set[str],
+          check: Checker) -> StoredUpload:
     try:
         if rec.status == "rejected":
             return rec
@@ -201,12 +206,10 @@ def _keep(rec: StoredUpload, part: Path, sha: str, index_root: Path, known: set[
             head = f.read(1024)
         if b"%PDF-" not in head:
             return _reject(rec, 415, "not a PDF (no %PDF- header)")
-        from trident_local.docs.pdf_open import open_pdf
-
-        try:
-            open_pdf(part).close()
-        except IngestError as e:
-            return _reject(rec, 422, e.reason)
+        pages, why = check(part)
+        if why:
+            return _reject(rec, 422, why)
+        rec.pages = pages
         rec.doc_id = sha[:16]
         final_dir = uploads_dir(index_root) / rec.doc_id
         existing = sorted(final_dir.glob("*.pdf")) if final_dir.is_dir() else []
