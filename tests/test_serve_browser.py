@@ -1,6 +1,9 @@
 """The web page in a real headless browser (Debian's chromium driven by Playwright), against real uvicorn.
 
-Also writes the screenshots in docs/screenshots/ (set TRIDENT_SCREENSHOTS=0 to skip writing them).
+With TRIDENT_SCREENSHOTS=1 the screenshots of the main screens are written to docs/screenshots/
+(otherwise to a temporary folder, so a test run leaves the repository unchanged):
+
+    TRIDENT_SCREENSHOTS=1 .venv/bin/python -m pytest tests/test_serve_browser.py
 """
 
 from __future__ import annotations
@@ -46,11 +49,14 @@ def page(server: str):
         browser.close()
 
 
+SHOTS = ROOT / "docs" / "screenshots" if os.environ.get("TRIDENT_SCREENSHOTS") == "1" else None
+
+
 def shot(page, name: str) -> None:
-    if os.environ.get("TRIDENT_SCREENSHOTS", "1") != "0":
-        out = ROOT / "docs" / "screenshots"
-        out.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(out / f"{name}.png"))
+    out = SHOTS or Path(os.environ.get("TMPDIR", "/tmp")) / "trident-screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(out / f"{name}.png"))
+    assert (out / f"{name}.png").stat().st_size > 10_000
 
 
 def test_ask_with_keyboard_then_open_a_citation(page) -> None:
