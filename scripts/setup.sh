@@ -37,4 +37,14 @@ if ! command -v tesseract >/dev/null; then
     echo "   tesseract not found: install tesseract-ocr for OCR of scanned pages"
   fi
 fi
+if [ -n "$extras" ] && ! command -v chromium >/dev/null; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "== installing chromium (browser tests of the web page)"
+    (apt-get install -y -q chromium >/dev/null 2>&1 \
+      || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) \
+      || echo "   (could not install chromium: the browser tests will be skipped)"
+  else
+    echo "   chromium not found: install it (apt-get install chromium) for the browser tests"
+  fi
+fi
 echo "== ready: .venv/bin/trident"

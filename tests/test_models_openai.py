@@ -19,10 +19,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from openai_double import ChatServer
 from PIL import Image
 from tiny_models import tiny_chat_profile
 
-from trident_local.models.openai_server import ChatServer
 from trident_local.models.profiles import build_model
 from trident_local.models.protocols import (
     ChatModel,

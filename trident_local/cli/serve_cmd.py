@@ -1,6 +1,8 @@
-"""`trident serve`: an OpenAI-compatible HTTP server around any chat model profile."""
+"""`trident serve`: the document QA service (API + web page) over one or more indexes."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
@@ -11,43 +13,44 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     @app.command("serve")
     @cli_command
     def serve(
-        profile: str = typer.Option(..., "--profile", "-p", help="Chat model profile (name or .toml path)."),
-        host: str = typer.Option(
-            "127.0.0.1", help="Address to bind; keep loopback unless you set --api-key."
-        ),
-        port: int = typer.Option(8000, help="Port (0 = any free port)."),
-        backend: str | None = typer.Option(None, help="Override the profile's backend (e.g. transformers)."),
-        api_key: str | None = typer.Option(None, envvar="TRIDENT_API_KEY", help="Require this Bearer key."),
-        max_batch: int = typer.Option(16, help="Most requests gathered into one batch."),
-        batch_wait_ms: float = typer.Option(
-            10.0, help="How long to gather concurrent requests into a batch."
-        ),
-        allow_download: bool = typer.Option(
-            False, "--allow-download", help="Fetch missing weights from hf_id."
-        ),
+        index: list[Path] = typer.Option(None, "--index", "-i", help="Index directory to serve (repeatable; "
+                                         "created empty if missing). Its name in the API is the folder name."),
+        host: str = typer.Option(None, help="Address to bind (default 127.0.0.1; any other needs an API key)."),
+        port: int = typer.Option(None, help="Port (default 8000)."),
+        config: Path = typer.Option(None, "--config", "-c", help="Settings file (.toml or .json)."),
+        data_dir: Path = typer.Option(None, "--data-dir", help="Where POST /api/indexes creates indexes."),
+        add: list[Path] = typer.Option(None, "--add", help="PDFs or folders to index in the background into the "
+                                       "first --index at start (files already indexed are skipped)."),
     ) -> None:
-        """Serve /v1/chat/completions and /v1/models for a chat profile (stdlib HTTP server)."""
-        from trident_local.models.openai_server import ChatServer
-        from trident_local.models.profiles import build_model, load_profile
+        """Serve the HTTP API (OpenAPI docs at /docs) and the web page; no model weights needed."""
+        import uvicorn
 
-        overrides = {"backend": backend} if backend else {}
-        p = load_profile(profile)
-        model = build_model("chat", p, allow_download=allow_download, **overrides)
-        server = ChatServer(
-            model,
-            host,
-            port,
-            model_name=p.name,
-            api_key=api_key,
-            max_batch=max_batch,
-            batch_wait_s=batch_wait_ms / 1000,
-        )
-        console.print(f"serving {p.name!r} ({type(model).__name__}) at {server.url}", highlight=False)
-        # a line a parent process can wait for (tests, scripts) before sending requests
-        print(f"READY {server.url}", flush=True)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
+        from trident_local.serve import Settings, create_app
+        from trident_local.serve.app import configure_logging
+        from trident_local.serve.engine import ensure_index
+
+        indexes = None
+        if index:
+            indexes = {}
+            for p in index:
+                ensure_index(p)
+                indexes[p.resolve().name] = str(p)
+        s = Settings.load(config, indexes=indexes, host=host, port=port,
+                          data_dir=str(data_dir) if data_dir else None)
+        if not s.indexes and not s.data_dir:
+            raise typer.BadParameter("give --index DIR (or indexes / data_dir in --config)")
+        configure_logging(s.log_json)
+        app = create_app(s)
+        if add:
+            from trident_local.serve.jobs import JobFile
+
+            first = next(iter(s.indexes))
+            engine = app.state.engine
+            todo = engine.pending_paths(first, [str(p) for p in add])
+            if todo:
+                files = [JobFile(Path(p).name, p, d, engine.page_count(p)) for p, d in todo]
+                app.state.jobs.submit(first, "index", files)
+        shown = "localhost" if s.host in ("127.0.0.1", "::1") else s.host
+        console.print(f"serving {', '.join(s.indexes)} at http://{shown}:{s.port}/ (API docs: /docs)",
+                      highlight=False)
+        uvicorn.run(app, host=s.host, port=s.port, log_level="warning", timeout_graceful_shutdown=30)

@@ -1,4 +1,4 @@
-"""A small OpenAI-compatible server around any `ChatModel` (stdlib http.server only).
+"""Test double: a small OpenAI-compatible server around any `ChatModel` (stdlib http.server only).
 
 Serves ``POST /v1/chat/completions``, ``GET /v1/models`` and ``GET /health``.
 Concurrent HTTP requests are gathered for a few milliseconds into one

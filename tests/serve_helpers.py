@@ -1,0 +1,96 @@
+"""Shared set-up for the service tests: a small annotated index, a real uvicorn server on loopback."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from pdf_factory import rich_pdf
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build_index(root: Path, pdf_dir: Path) -> Path:
+    """Two small generated reports, indexed and annotated with the no-model defaults."""
+    from trident_local.annotate import annotation_stage
+    from trident_local.index import Index
+
+    pdf_dir.mkdir(parents=True, exist_ok=True)
+    pdfs = [rich_pdf(pdf_dir / "solar.pdf", topic="solar"), rich_pdf(pdf_dir / "wind.pdf", topic="wind")]
+    idx = Index.create(root)
+    idx.doc_stages.append(annotation_stage(idx))
+    rep = idx.add(pdfs, workers=1)
+    assert not rep.failed, rep.failed
+    return root
+
+
+def copy_index(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(url: str, timeout: float = 120.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} did not become ready")
+
+
+@contextmanager
+def uvicorn_thread(app) -> Iterator[str]:
+    """The app under a real uvicorn server in this process (for the browser tests)."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url)
+        yield url
+    finally:
+        server.should_exit = True
+        t.join(30)
+
+
+def serve_process(index: Path, port: int, *extra: str, env: dict | None = None) -> subprocess.Popen:
+    """`trident serve` as a child process (so it can be killed with SIGKILL)."""
+    import os
+
+    e = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'kernels'}", "HF_HUB_OFFLINE": "1", **(env or {})}
+    return subprocess.Popen(
+        [sys.executable, "-m", "trident_local.cli", "serve", "--index", str(index), "--port", str(port), *extra],
+        cwd=ROOT, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def wait_job(client, job_id: str, timeout: float = 300.0, headers: dict | None = None) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = client.get(f"/api/jobs/{job_id}", headers=headers or {}).json()
+        if job["state"] not in ("queued", "running"):
+            return job
+        time.sleep(0.3)
+    raise TimeoutError(f"job {job_id} did not finish")

@@ -1,0 +1,104 @@
+"""The web page in a real headless browser (Debian's chromium driven by Playwright), against real uvicorn.
+
+With TRIDENT_SCREENSHOTS=1 the screenshots of the main screens are written to docs/screenshots/
+(otherwise to a temporary folder, so a test run leaves the repository unchanged):
+
+    TRIDENT_SCREENSHOTS=1 .venv/bin/python -m pytest tests/test_serve_browser.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from pdf_factory import text_pdf
+from serve_helpers import ROOT, build_index, uvicorn_thread
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="chromium not installed (scripts/setup.sh --dev installs it with apt)")
+playwright = pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install -e .[dev])")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    from trident_local.serve import Settings, create_app
+
+    d = tmp_path_factory.mktemp("browser")
+    idx = build_index(d / "idx", d / "pdfs")
+    with uvicorn_thread(create_app(Settings(indexes={"reports": str(idx)}))) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def page(server: str):
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        pg = browser.new_page(viewport={"width": 1400, "height": 900})
+        outside: list[str] = []
+        pg.on("request", lambda r: outside.append(r.url) if not r.url.startswith(server) and
+              not r.url.startswith("blob:") and not r.url.startswith("data:") else None)
+        pg.goto(server)
+        yield pg
+        assert outside == [], f"the page fetched outside resources: {outside}"
+        browser.close()
+
+
+SHOTS = ROOT / "docs" / "screenshots" if os.environ.get("TRIDENT_SCREENSHOTS") == "1" else None
+
+
+def shot(page, name: str) -> None:
+    out = SHOTS or Path(os.environ.get("TMPDIR", "/tmp")) / "trident-screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(out / f"{name}.png"))
+    assert (out / f"{name}.png").stat().st_size > 10_000
+
+
+def test_ask_with_keyboard_then_open_a_citation(page) -> None:
+    page.wait_for_selector("#doclist label")
+    assert page.locator("#doclist label").count() == 2
+    page.focus("#question")
+    page.keyboard.type("Which region led with 2,900 megawatts?")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#answer .cite", timeout=120_000)
+    assert "South" in page.inner_text("#answer")
+    assert "extractive (no model)" in page.inner_text("#produced-by")
+    shot(page, "ask")
+    page.locator("#answer-text .cite").first.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.getElementById('page-img').naturalWidth > 0")
+    assert "page" in page.inner_text("#page-caption")
+    assert page.locator("#answer-text .cite").first.get_attribute("aria-pressed") == "true"
+    assert page.locator("#boxes div").count() >= 1
+    shot(page, "citation")
+
+
+def test_verify_an_edited_answer(page) -> None:
+    page.select_option("#verify-doc", label="wind.pdf")
+    page.fill("#verify-text", "The South region led with 2,900 megawatts [p. 3].")
+    page.click("#verify")
+    page.wait_for_selector("#verdict-table td", timeout=120_000)
+    table = page.inner_text("#verdict-table")
+    assert "2,900" in table and any(a in table for a in ("fix-page", "remove", "flag"))
+    assert "no-model" in page.inner_text("#verdicts")
+    shot(page, "verify")
+
+
+def test_upload_shows_progress_and_the_new_document(page, tmp_path: Path) -> None:
+    pdf = text_pdf(tmp_path / "gearbox.pdf", ["Gearbox manual. The oil is changed every 18 months."])
+    page.set_input_files("#files", str(pdf))
+    page.click("#upload")
+    page.wait_for_selector(".job", timeout=30_000)
+    page.wait_for_selector(".job[data-state=done]", timeout=300_000)
+    page.wait_for_selector("#doclist label:has-text('gearbox.pdf')", timeout=30_000)
+    assert "1/1 files" in page.inner_text(".job[data-state=done]")
+    shot(page, "upload")
+    page.set_input_files("#files", {"name": "notes.pdf", "mimeType": "application/pdf", "buffer": b"plain text"})
+    page.click("#upload")
+    page.wait_for_selector("#status.error")
+    assert "not a PDF" in page.inner_text("#status")

@@ -1,0 +1,219 @@
+"""The FastAPI application: settings -> engine, keys, jobs, metrics, API routes and the web page."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from trident_local.errors import TridentError
+from trident_local.serve.auth import KeyStore
+from trident_local.serve.engine import Busy, Engine, NotFound
+from trident_local.serve.gate import Gate, QueueFull
+from trident_local.serve.jobs import Job, JobFile, JobManager
+from trident_local.serve.metrics import Metrics
+from trident_local.serve.settings import Settings
+from trident_local.serve.uploads import clean_partials
+
+STATIC = Path(__file__).parent / "static"
+log = logging.getLogger("trident_local.serve")
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status, **extra}, status_code=status, headers=headers)
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line: easy to ship to any log store."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        d = {"ts": round(record.created, 3), "level": record.levelname, "logger": record.name,
+             "msg": record.getMessage()}
+        d.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            d["exc"] = self.formatException(record.exc_info)
+        return json.dumps(d, ensure_ascii=False)
+
+
+def _is_upload(scope: dict) -> bool:
+    return scope["method"] == "POST" and scope["path"].endswith("/documents")
+
+
+class Observe:
+    """ASGI middleware: body size limit, request metrics and one structured log line per request."""
+
+    def __init__(self, app: Any, metrics: Metrics, max_json: int):
+        self.app, self.metrics, self.max_json = app, metrics, max_json
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        t0 = time.perf_counter()
+        status = {"code": 500}
+        headers = dict(scope.get("headers") or [])
+        ctype = headers.get(b"content-type", b"").decode("latin-1")
+        length = headers.get(b"content-length", b"")
+        upload = _is_upload(scope) and ctype.startswith("multipart/")  # uploads have their own limits
+        if not upload and length.isdigit() and int(length) > self.max_json:
+            resp = error(413, f"request body is larger than the limit of {self.max_json // 1024} kB")
+            status["code"] = 413
+            await resp(scope, receive, send)
+        else:
+            if not upload and not length:  # chunked: read it here (at most the limit), then replay it
+                body, more = b"", True
+                while more:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return
+                    body += message.get("body", b"")
+                    more = message.get("more_body", False)
+                    if len(body) > self.max_json:
+                        status["code"] = 413
+                        await error(413, f"request body is larger than the limit of {self.max_json // 1024} kB")(
+                            scope, receive, send)
+                        return self._observe(scope, status, t0)
+                replay = [{"type": "http.request", "body": body, "more_body": False}]
+
+                async def receive_buffered() -> dict:
+                    return replay.pop() if replay else await receive()
+
+                app_receive = receive_buffered
+            else:
+                app_receive = receive
+
+            async def send_wrapped(message: dict) -> None:
+                if message["type"] == "http.response.start":
+                    status["code"] = message["status"]
+                await send(message)
+
+            await self.app(scope, app_receive, send_wrapped)
+        self._observe(scope, status, t0)
+
+    def _observe(self, scope: dict, status: dict, t0: float) -> None:
+        route = getattr(scope.get("route"), "path", "unmatched")
+        dt = time.perf_counter() - t0
+        self.metrics.requests.labels(scope["method"], route, str(status["code"])).inc()
+        self.metrics.latency.labels(route).observe(dt)
+        log.info("request", extra={"fields": {"method": scope["method"], "route": route, "path": scope["path"],
+                                              "status": status["code"], "ms": round(dt * 1000, 1)}})
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """Build the service. Refuses to start on a non-loopback address without an API key."""
+    keys = KeyStore(settings.resolved_keys_file, settings.api_key)
+    if not settings.loopback and not keys.enabled:
+        raise TridentError(f"binding {settings.host} (not loopback) needs an API key: set TRIDENT_API_KEY")
+    engine = Engine(settings.indexes, settings.data_dir, settings.chat)
+    metrics = Metrics.create()
+    for h in engine.handles.values():
+        clean_partials(h.path)
+
+    def run_index(job: Job, f: JobFile) -> None:
+        res = engine.index_file(job.index, f.path)
+        f.doc_id = res.doc_id or f.doc_id
+        f.pages = res.pages or f.pages
+        f.status = {"indexed": "done", "resumed": "done", "skipped": "skipped"}.get(res.status, "failed")
+        f.error = res.error
+        if f.status == "done":
+            metrics.pages_indexed.inc(f.pages)
+
+    def run_annotate(job: Job, f: JobFile) -> None:
+        pages, err = engine.annotate_doc(job.index, f.doc_id)
+        f.status, f.error = ("failed", err) if err else ("done", "")
+
+    def job_changed(_: Job) -> None:
+        states: dict[str, int] = {}
+        for j in jobs.jobs.values():
+            states[j.state] = states.get(j.state, 0) + 1
+        for s in ("queued", "running", "done", "failed", "cancelled"):
+            metrics.jobs.labels(s).set(states.get(s, 0))
+        active = [j for j in jobs.jobs.values() if j.state in ("queued", "running")]
+        metrics.job_pages.labels("done").set(sum(j.pages_done for j in active))
+        metrics.job_pages.labels("total").set(sum(j.pages_total for j in active))
+
+    jobs = JobManager({n: h.path for n, h in engine.handles.items()},
+                      {"index": run_index, "annotate": run_annotate},
+                      pause_s=settings.index_pause_s, on_change=job_changed)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        jobs.start()
+        log.info("started", extra={"fields": {"indexes": list(engine.handles), "host": settings.host,
+                                              "auth": keys.enabled}})
+        yield
+        jobs.stop()  # SIGTERM: the current file finishes, the rest stays queued
+        log.info("stopped")
+
+    app = FastAPI(title="trident serve", version="1", lifespan=lifespan,
+                  description="Question answering over indexed PDFs with page-accurate citations.")
+    app.state.settings, app.state.engine, app.state.keys = settings, engine, keys
+    app.state.jobs, app.state.metrics = jobs, metrics
+    app.state.gate = Gate(settings.model_slots, settings.model_queue, settings.retry_after_s)
+    app.add_middleware(Observe, metrics=metrics, max_json=int(settings.max_json_kb * 1024))
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins,
+                           allow_methods=["GET", "POST", "DELETE"], allow_headers=["Authorization", "Content-Type"])
+
+    @app.exception_handler(NotFound)
+    async def _not_found(_: Request, e: NotFound) -> JSONResponse:
+        return error(404, str(e))
+
+    @app.exception_handler(Busy)
+    async def _busy(_: Request, e: Busy) -> JSONResponse:
+        return error(409, str(e))
+
+    @app.exception_handler(TridentError)
+    async def _user_error(_: Request, e: TridentError) -> JSONResponse:
+        return error(400, str(e))
+
+    @app.exception_handler(QueueFull)
+    async def _full(_: Request, e: QueueFull) -> JSONResponse:
+        metrics.rejected.inc()
+        return error(429, str(e), headers={"Retry-After": str(e.retry_after)})
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, e: RequestValidationError) -> JSONResponse:
+        errs = e.errors()
+        if any(x.get("type") == "json_invalid" for x in errs):
+            return error(400, "malformed JSON body")
+        parts = [f"{'.'.join(str(p) for p in x.get('loc', ()) if p != 'body')}: {x.get('msg')}" for x in errs]
+        return error(422, "invalid request: " + "; ".join(parts))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, e: StarletteHTTPException) -> JSONResponse:
+        return error(e.status_code, str(e.detail), headers=getattr(e, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _internal(_: Request, e: Exception) -> JSONResponse:
+        log.exception("internal error")
+        return error(500, f"internal error ({type(e).__name__}); see the server log")
+
+    from trident_local.serve.routes import router
+
+    app.include_router(router)
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def configure_logging(json_lines: bool = True) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonLogFormatter() if json_lines else logging.Formatter("%(levelname)s %(message)s"))
+    root = logging.getLogger("trident_local")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)

@@ -1,0 +1,356 @@
+"""The one place where the service calls the library: indexes, documents, search, ask, verify, trace.
+
+Readers and writers of an index directory are kept apart in this process:
+
+* every request reads through a *snapshot*: an ``Index`` opened right after the last
+  write finished, whose manifest in memory matches the pool structures on disk;
+* a job ingests a file outside any lock (its own ``Index`` instance, its own manifest),
+  and takes the exclusive lock only while the pools are rebuilt and the new snapshot is
+  opened. So asks keep working while a job indexes and never see a half-written index.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from trident_local.config import Config
+from trident_local.errors import TridentError
+from trident_local.index import FileResult, Index
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def ensure_index(path: str | Path) -> None:
+    """Open the index at ``path``, or create an empty one there (with the default config)."""
+    Index.create(path)
+
+
+class NotFound(TridentError):
+    """An unknown index, document, page or job (HTTP 404)."""
+
+
+class Busy(TridentError):
+    """The index is being written by another process or job (HTTP 409)."""
+
+
+class RWLock:
+    """Many readers or one writer; a waiting writer blocks new readers so it is never starved."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer = False
+        self._writers_waiting = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._writer or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._writers_waiting += 1
+            while self._writer or self._readers:
+                self._cond.wait()
+            self._writers_waiting -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
+class _Pooled(Index):
+    """An Index whose pool rebuild happens under the handle's write lock, then publishes a new snapshot."""
+
+    handle: IndexHandle
+
+    def build_pools(self) -> list[str]:
+        with self.handle.lock.write():
+            rebuilt = super().build_pools()
+            self.handle.snapshot = Index.open(self.handle.path)
+            self.handle.generation += 1
+        return rebuilt
+
+
+class IndexHandle:
+    """One served index: its directory, its lock and its current read snapshot."""
+
+    def __init__(self, name: str, path: Path):
+        self.name, self.path = name, path
+        self.lock = RWLock()
+        self.snapshot = Index.open(path)
+        self.generation = 0
+
+    def writer(self) -> _Pooled:
+        idx = _Pooled.open(self.path)
+        idx.handle = self
+        return idx
+
+
+class Engine:
+    """The served indexes and the library calls the API makes on them."""
+
+    def __init__(self, indexes: dict[str, str], data_dir: str = "", chat: str = ""):
+        self.chat = chat  # overrides each index's chat profile when set
+        self.data_dir = Path(data_dir) if data_dir else None
+        self.handles: dict[str, IndexHandle] = {}
+        self._models: dict[str, Any] = {}
+        self._models_lock = threading.Lock()
+        for name, path in indexes.items():
+            self.handles[name] = IndexHandle(name, Path(path))
+
+    # -- indexes -------------------------------------------------------------------------------------
+    def handle(self, name: str) -> IndexHandle:
+        if name not in self.handles:
+            raise NotFound(f"no index {name!r}; indexes: {', '.join(self.handles) or '(none)'}")
+        return self.handles[name]
+
+    @contextmanager
+    def reading(self, name: str) -> Iterator[Index]:
+        h = self.handle(name)
+        with h.lock.read():
+            yield h.snapshot
+
+    def create_index(self, name: str, config: dict[str, Any] | None = None) -> IndexHandle:
+        if self.data_dir is None:
+            raise TridentError("creating indexes is off: start the service with a data_dir")
+        if not NAME_RE.fullmatch(name or ""):
+            raise TridentError("an index name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+        if name in self.handles:
+            raise Busy(f"index {name!r} exists")
+        try:
+            cfg = Config.from_dict(config or {})
+        except TypeError as e:
+            raise TridentError(f"bad index config: {e}") from e
+        path = self.data_dir / name
+        Index.create(path, cfg)
+        self.handles[name] = IndexHandle(name, path)
+        return self.handles[name]
+
+    def index_info(self, name: str) -> dict[str, Any]:
+        with self.reading(name) as idx:
+            m = idx.store.manifest
+            return {
+                "name": name,
+                "config": idx.config.to_dict(),
+                "documents": len(idx.store.doc_ids()),
+                "pages": sum(e.n_pages for e in m.documents.values()),
+                "pools": {p: {"fresh": not idx.pool(p).is_stale()} for p in idx.config.pools},
+                "generation": self.handles[name].generation,
+            }
+
+    # -- documents -----------------------------------------------------------------------------------
+    def documents(self, name: str) -> list[dict[str, Any]]:
+        with self.reading(name) as idx:
+            return [asdict(e) for e in idx.store.entries(stages=[])]
+
+    def document(self, name: str, doc: str) -> dict[str, Any]:
+        with self.reading(name) as idx:
+            doc_id = self._resolve(idx, doc)
+            entry = idx.store.manifest.documents[doc_id]
+            d = idx.store.document(doc_id) if entry.stages.get("ingest") else None
+            out = asdict(entry)
+            if d is not None:
+                out.update(title=d.title, toc=[asdict(t) for t in d.toc],
+                           pages=[{"number": p.number, "section": p.section, "ocr": p.ocr,
+                                   "image_only": p.image_only, "objects": len(p.objects)} for p in d.pages])
+            return out
+
+    def doc_ids(self, name: str) -> set[str]:
+        with self.reading(name) as idx:
+            return set(idx.store.manifest.documents)
+
+    def remove(self, name: str, doc: str) -> str:
+        h = self.handle(name)
+        with h.lock.read():
+            doc_id = self._resolve(h.snapshot, doc)
+        try:
+            h.writer().remove(doc_id)  # rebuilds the pools through _Pooled.build_pools
+        except TridentError as e:
+            if "another process is writing" in str(e):
+                raise Busy(f"{name} is being indexed; delete the document when the job is done") from e
+            raise
+        return doc_id
+
+    @staticmethod
+    def _resolve(idx: Index, doc: str) -> str:
+        try:
+            return idx.resolve(doc)
+        except TridentError as e:
+            raise NotFound(str(e)) from e
+
+    # -- background work (called by jobs, in a worker thread) ---------------------------------------
+    def index_file(self, name: str, path: str) -> FileResult:
+        """Index one PDF (resumes its unfinished stages); the pools are rebuilt and published at the end."""
+        from trident_local.annotate import annotation_stage
+
+        idx = self.handle(name).writer()
+        idx.doc_stages.append(annotation_stage(idx, self.chat or None))  # the annotated rerank needs it; no-model by default
+        try:
+            rep = idx.add([path], workers=1)
+        except TridentError as e:
+            if "another process is writing" in str(e):
+                raise Busy(str(e)) from e
+            raise
+        return rep.files[0]
+
+    def annotate_doc(self, name: str, doc_id: str) -> tuple[int, str]:
+        """Annotate one document with the index's chat profile; returns (pages, error or '')."""
+        from trident_local.annotate import annotate_index
+
+        idx = self.handle(name).writer()
+        try:
+            rep = annotate_index(idx, profile=self.chat or None, docs=[doc_id])  # takes the index's writer lock itself
+        except TridentError as e:
+            if "another process is writing" in str(e):
+                raise Busy(str(e)) from e
+            raise
+        if "xkg" in idx.config.pools:
+            idx.build_pools()
+        else:
+            with idx.handle.lock.write():
+                idx.handle.snapshot = Index.open(idx.handle.path)
+                idx.handle.generation += 1
+        err = "; ".join(e for d, e in rep.failed if d == doc_id)
+        return rep.pages, err
+
+    def pending_paths(self, name: str, paths: list[str]) -> list[tuple[str, str]]:
+        """(path, doc_id) of the PDFs among ``paths`` (files or folders) not yet in the index."""
+        from trident_local.docs.pdf_open import content_hash
+        from trident_local.index import expand_paths
+
+        with self.reading(name) as idx:
+            known = idx.store.manifest.documents
+            out = []
+            for p in expand_paths(paths):
+                doc_id = content_hash(p)
+                if doc_id not in known or not known[doc_id].stages.get("annotate"):
+                    out.append((str(p), doc_id))
+            return out
+
+    @staticmethod
+    def check_pdf(path: str | Path) -> tuple[int, str]:
+        """(pages, "") for a PDF the indexer can open, else (0, why not): corrupt, encrypted, no pages, ..."""
+        from trident_local.docs.pdf_open import open_pdf
+        from trident_local.errors import IngestError
+
+        try:
+            with open_pdf(path) as pdf:
+                return pdf.page_count, ""
+        except IngestError as e:
+            return 0, e.reason
+
+    def page_count(self, path: str) -> int:
+        return self.check_pdf(path)[0]
+
+    # -- queries -------------------------------------------------------------------------------------
+    def chat_model(self, profile: str) -> Any:
+        """One model per profile, shared by all requests (None for the no-model profile)."""
+        from trident_local.models.profiles import build_model
+
+        with self._models_lock:
+            if profile not in self._models:
+                self._models[profile] = build_model("chat", profile)
+            return self._models[profile]
+
+    def search(self, name: str, question: str, *, docs: list[str] | None, pool: str, k: int) -> list[dict]:
+        with self.reading(name) as idx:
+            doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
+            return [asdict(h) for h in idx.search(question, pool=pool, doc=doc_ids, k=k)]
+
+    def ask(self, name: str, question: str, *, docs: list[str] | None, pool: str, rerank: str,
+            answer: str, k_max: int | None) -> dict[str, Any]:
+        """The CLI's ``ask --json`` result plus ``evidence``: the boxes to highlight on each cited page."""
+        from trident_local.annotate import STAGE
+        from trident_local.generate.ask import ask
+
+        with self.reading(name) as idx:
+            doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
+            profile = self.chat or idx.config.chat
+            if rerank == "auto":  # the annotated rerank needs every document annotated
+                entries = idx.store.manifest.documents
+                targets = doc_ids or idx.store.doc_ids()
+                rerank = "annotated" if all(entries[d].stages.get(STAGE) for d in targets) else "none"
+            res = ask(idx, question, doc=doc_ids, pool=pool, rerank=rerank, answer=answer,
+                      chat=self.chat_model(profile), chat_name=profile, k_max=k_max)
+            out = res.to_dict()
+            a = res.answer
+            out["evidence"] = [
+                self._boxes(idx, c.doc_id, c.page,
+                            a.support if a.support and a.support_page == c.page else f"{a.text} {question}")
+                for c in a.citations
+            ]
+            out["produced_by"] = {
+                "retrieval": f"{res.pool} pool",
+                "rerank": res.rerank.get("mode", "none") + (" (fell back to pool order)"
+                                                            if res.rerank.get("fallback") else ""),
+                "answer": a.mode,
+                "chat_profile": profile,
+            }
+            return out
+
+    def verify(self, name: str, answer: str | dict, doc: str, *, window: int) -> dict[str, Any]:
+        from trident_local.verify.pipeline import Verifier
+
+        with self.reading(name) as idx:
+            doc_id = self._resolve(idx, doc)
+            report = Verifier.from_index(idx, text=self.chat or None, window=window).verify(answer, doc_id)
+            return report.to_dict()
+
+    def trace(self, name: str, question: str, *, answer_format: str, choices: list[str],
+              papers: list[str] | None) -> dict[str, Any]:
+        from trident_local.generate.trace import Tracer
+
+        with self.reading(name) as idx:
+            tracer = Tracer(idx, self.chat_model(self.chat or idx.config.chat))
+            return tracer.trace(question, answer_format, choices, papers=papers or None).to_dict()
+
+    def page_png(self, name: str, doc: str, page: int) -> Path:
+        with self.reading(name) as idx:
+            doc_id = self._resolve(idx, doc)
+            n = idx.store.manifest.documents[doc_id].n_pages
+            if not 1 <= page <= n:
+                raise NotFound(f"{doc_id} has pages 1..{n}, not {page}")
+            return idx.store.page_image(doc_id, page)
+
+    def page_boxes(self, name: str, doc: str, page: int, text: str) -> dict[str, Any]:
+        with self.reading(name) as idx:
+            doc_id = self._resolve(idx, doc)
+            n = idx.store.manifest.documents[doc_id].n_pages
+            if not 1 <= page <= n:
+                raise NotFound(f"{doc_id} has pages 1..{n}, not {page}")
+            return self._boxes(idx, doc_id, page, text)
+
+    @staticmethod
+    def _boxes(idx: Index, doc_id: str, page: int, text: str, top: int = 3) -> dict[str, Any]:
+        """The page's text blocks and objects that share the most words with ``text`` (PDF points)."""
+        p = idx.store.document(doc_id).page(page)
+        want = set(re.findall(r"\w{3,}", text.lower()))
+
+        def score(s: str) -> float:
+            got = set(re.findall(r"\w{3,}", s.lower()))
+            return len(want & got) / (len(got) ** 0.5 or 1.0)
+
+        cands = [{"kind": "text", "label": "", "bbox": list(b.bbox), "score": score(b.text)} for b in p.blocks]
+        cands += [{"kind": o.type, "label": o.label or o.object_id, "bbox": list(o.bbox),
+                   "score": score(f"{o.label} {o.caption} {o.text}")} for o in p.objects]
+        best = sorted((c for c in cands if c["score"] > 0), key=lambda c: -c["score"])[:top]
+        return {"doc_id": doc_id, "page": page, "width": p.width, "height": p.height, "boxes": best}
