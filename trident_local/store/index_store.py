@@ -74,14 +74,23 @@ class IndexStore:
 
     @contextmanager
     def writer_lock(self) -> Iterator[None]:
-        """Exclusive lock so two `trident index` runs never write the same index at once."""
+        """Exclusive lock so two writers never write the same index at once.
+
+        An flock on ``.lock``, released by the kernel when the holder's descriptor
+        closes, so a killed writer never leaves it behind (its parse workers are
+        spawned and do not inherit the descriptor). The file holds the writer's pid
+        for the message of the writer that is refused.
+        """
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / ".lock", os.O_CREAT | os.O_RDWR)
+        fd = os.open(self.root / ".lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise TridentError(f"another process is writing {self.root}; wait for it to finish") from None
+                raise TridentError(f"another process{_holder(fd)} is writing {self.root}; "
+                                   "wait for it to finish") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
             yield
         finally:
             os.close(fd)
@@ -173,3 +182,18 @@ class IndexStore:
             raise TridentError(f"{entry.file_name} has pages 1..{entry.n_pages}, not {page}")
         out = self.doc_dir(doc_id) / "pages" / f"p{page:04d}@{dpi}.png"
         return render_page(entry.path, page, out, dpi=dpi)
+
+
+def _holder(fd: int) -> str:
+    """" (pid N)" from the lock file, saying when that process is gone (a descendant holds the lock)."""
+    try:
+        pid = int(os.pread(fd, 32, 0).decode().strip())
+    except (OSError, ValueError):
+        return ""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return f" (started by pid {pid}, which has exited; one of its child processes still holds the lock)"
+    except PermissionError:
+        pass
+    return f" (pid {pid})"
