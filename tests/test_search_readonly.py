@@ -13,8 +13,8 @@ import pytest
 from pdf_factory import rich_pdf, text_pdf
 
 from trident_local.config import Config
-from trident_local.docs.workers import parse_pdf
 from trident_local.docs.pdf_open import content_hash
+from trident_local.docs.workers import parse_pdf
 from trident_local.errors import TridentError
 from trident_local.index import Index
 from trident_local.store.stages import StageRunner

@@ -201,13 +201,14 @@ class Index:
                           time.perf_counter() - t1)
 
     def build_pools(self) -> list[str]:
-        """Rebuild the global structures of stale pools; returns the names rebuilt. Writer only."""
+        """Rebuild the global structures of stale pools under the writer lock; returns the names rebuilt."""
         rebuilt = []
-        for name in self.config.pools:
-            pool = self.pool(name)
-            if pool.is_stale():
-                pool.build()
-                rebuilt.append(name)
+        with self.store.writer_lock():
+            for name in self.config.pools:
+                pool = self.pool(name)
+                if pool.is_stale():
+                    pool.build()
+                    rebuilt.append(name)
         return rebuilt
 
     def remove(self, name: str) -> str:
@@ -230,22 +231,22 @@ class Index:
         """
         if not query.strip():
             raise TridentError("the question is empty")
+        doc_ids = None if doc is None else [self.resolve(d) for d in ([doc] if isinstance(doc, str) else doc)]
+        self._check_searchable(doc_ids)
+        return self.pool(pool).retrieve(query, k=k, doc_ids=doc_ids)
+
+    def _check_searchable(self, doc_ids: list[str] | None) -> None:
+        """Refuse an empty index or an incomplete document asked for; warn (once) about the others."""
         if not self.store.doc_ids():
             raise TridentError(f"{self.store.root} holds no documents yet; add some with `trident index`")
         incomplete = {e.doc_id: e for e in self.incomplete()}
-        doc_ids = None
-        if doc is not None:
-            doc_ids = [self.resolve(d) for d in ([doc] if isinstance(doc, str) else doc)]
-            for d in doc_ids:
-                if d in incomplete:
-                    raise TridentError(_incomplete_message(self.store.root, [incomplete[d]]))
-        elif incomplete and not self._warned_incomplete:
+        asked = [incomplete[d] for d in doc_ids or [] if d in incomplete]
+        if asked or len(incomplete) == len(self.store.doc_ids()):
+            raise TridentError(_incomplete_message(self.store.root, asked or list(incomplete.values())))
+        if incomplete and doc_ids is None and not self._warned_incomplete:
             self._warned_incomplete = True
-            log.warning("%s; searching the other documents", _incomplete_message(self.store.root,
-                                                                               list(incomplete.values())))
-        if len(incomplete) == len(self.store.doc_ids()):
-            raise TridentError(_incomplete_message(self.store.root, list(incomplete.values())))
-        return self.pool(pool).retrieve(query, k=k, doc_ids=doc_ids)
+            log.warning("%s; searching the other documents",
+                        _incomplete_message(self.store.root, list(incomplete.values())))
 
 
 def _incomplete_message(root: Path, entries: list[DocEntry]) -> str:

@@ -6,7 +6,7 @@ Layout::
     INDEX/docs/<doc_id>/document.json  the ingested Document
     INDEX/docs/<doc_id>/<stage>.*      per-document features (embeddings, annotations)
     INDEX/docs/<doc_id>/pages/         rendered page images (lazy cache)
-    INDEX/pools/<name>/                global pool structures
+    INDEX/pools/<name>@<fingerprint>/  global pool structures (see retrieve/stored.py)
 
 Every write is atomic and the manifest is rewritten after each finished stage of
 each document, so a killed run leaves a valid index and a re-run resumes.
@@ -37,6 +37,7 @@ class IndexStore:
     def __init__(self, root: Path, manifest: Manifest):
         self.root = Path(root)
         self.manifest = manifest
+        self._lock_depth = 0
         self._load_document = lru_cache(maxsize=64)(self._read_document)
 
     # -- opening -------------------------------------------------------------------------------
@@ -79,8 +80,15 @@ class IndexStore:
         An flock on ``.lock``, released by the kernel when the holder's descriptor
         closes, so a killed writer never leaves it behind (its parse workers are
         spawned and do not inherit the descriptor). The file holds the writer's pid
-        for the message of the writer that is refused.
+        for the message of the writer that is refused. Re-entrant within one store object.
         """
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
         self.root.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.root / ".lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC)
         try:
@@ -91,8 +99,12 @@ class IndexStore:
                                    "wait for it to finish") from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
+            if (self.root / MANIFEST).exists():  # what the previous writer committed, not what was read at open
+                self.manifest = IndexStore.open(self.root).manifest
+            self._lock_depth = 1
             yield
         finally:
+            self._lock_depth = 0
             os.close(fd)
 
     # -- manifest ------------------------------------------------------------------------------
