@@ -108,3 +108,24 @@ def test_next_index_run_is_not_locked_out(killed) -> None:
     idx = Index.open(root)
     assert idx.incomplete() == [] and len(idx.store.doc_ids()) == 4
     assert not any(idx.pool(p).is_stale() for p in ("bm25", "dense"))
+
+
+def test_a_lock_whose_holder_died_does_not_block(tmp_path: Path) -> None:
+    from trident_local.store.index_store import IndexStore
+
+    store = IndexStore.create(tmp_path / "idx")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from trident_local.store.index_store import IndexStore\n"
+        f"s = IndexStore.open({str(store.root)!r})\n"
+        "with s.writer_lock():\n    print('locked', flush=True); time.sleep(600)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(TridentError, match=f"another process \\(pid {holder.pid}\\) is writing"), \
+                store.writer_lock():
+            pass
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    with store.writer_lock():  # the kernel released the dead holder's lock
+        assert (store.root / ".lock").read_text() == str(os.getpid())

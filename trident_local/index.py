@@ -146,7 +146,7 @@ class Index:
         runner = StageRunner(self.store, self.stages())
         with self.store.writer_lock():
             todo = self._triage(expand_paths(paths), ["ingest", *runner.names], finish)
-            with ParserProcesses(workers, self.config.ocr) as parser:
+            with ParserProcesses(workers, self.config.ocr, close_fds=[self.store.lock_fd]) as parser:
                 parser.queue([(p, d) for p, d in todo if not self._ingested(d)])
                 for path, doc_id in todo:
                     finish(self._index_one(path, doc_id, parser, runner))

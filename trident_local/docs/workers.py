@@ -1,10 +1,11 @@
 """PDF parsing in worker processes that die with their parent.
 
-Workers are started with the ``spawn`` method, so they inherit no file
-descriptors (in particular not the index's writer lock), and each asks the
-kernel to kill it when its parent dies (``PR_SET_PDEATHSIG`` on Linux) and
-watches its parent's pid as a portable fallback: a ``kill -9`` of ``trident
-index`` leaves no orphan parser behind.
+Workers are forked (``spawn`` would re-run an unguarded calling script in every
+worker) and first close the descriptors they must not keep, in particular the
+index's writer lock: an flock is held while any copy of its descriptor is open.
+Each then asks the kernel to kill it when its parent dies (``PR_SET_PDEATHSIG``
+on Linux) and watches its parent's pid as a portable fallback: a ``kill -9`` of
+``trident index`` leaves no orphan parser behind.
 """
 
 from __future__ import annotations
@@ -51,8 +52,11 @@ def _watch_parent(parent: int) -> None:
         time.sleep(WATCH_SECONDS)
 
 
-def die_with_parent(parent: int) -> None:
-    """Worker initializer: exit as soon as ``parent`` is gone."""
+def start_worker(parent: int, close_fds: Sequence[int]) -> None:
+    """Worker initializer: drop the inherited ``close_fds``, exit as soon as ``parent`` is gone."""
+    for fd in close_fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):  # else the watchdog below still ends the worker
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -70,16 +74,17 @@ class ParserProcesses:
     culprit, the rest are queued again.
     """
 
-    def __init__(self, workers: int, ocr: str):
+    def __init__(self, workers: int, ocr: str, *, close_fds: Sequence[int] = ()):
         self.workers = workers
         self.ocr = ocr
+        self.close_fds = tuple(close_fds)  # descriptors the workers must not hold (the writer lock)
         self._executor: ProcessPoolExecutor | None = None
         self._futures: dict[str, Future] = {}
         self._queued: list[tuple[Path, str]] = []
 
     def _new_executor(self, workers: int) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=die_with_parent, initargs=(os.getpid(),))
+        return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=start_worker, initargs=(os.getpid(), self.close_fds))
 
     def __enter__(self) -> ParserProcesses:
         return self

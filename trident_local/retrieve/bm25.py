@@ -11,7 +11,7 @@ import numpy as np
 
 from trident_local.docs.model import Page
 from trident_local.retrieve.base import Hit, top_k
-from trident_local.retrieve.stored import StoredPool
+from trident_local.retrieve.stored import StoredPool, rows_by_doc
 from trident_local.store.atomic import atomic_write_json, read_json
 
 
@@ -33,10 +33,7 @@ class BM25Structure:
     doc_rows: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        by_doc: dict[str, list[int]] = {}
-        for i, (d, _) in enumerate(self.rows):
-            by_doc.setdefault(d, []).append(i)
-        self.doc_rows = {d: np.asarray(ix) for d, ix in by_doc.items()}
+        self.doc_rows = rows_by_doc(self.rows)
 
 
 class BM25Pool(StoredPool[BM25Structure]):

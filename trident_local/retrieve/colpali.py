@@ -20,7 +20,7 @@ import numpy as np
 from trident_local.docs.model import Document
 from trident_local.errors import TridentError
 from trident_local.retrieve.base import Hit, top_k
-from trident_local.retrieve.stored import StoredPool
+from trident_local.retrieve.stored import StoredPool, rows_by_doc
 from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.store.index_store import IndexStore
 
@@ -36,10 +36,7 @@ class ColPaliStructure:
     doc_rows: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        by_doc: dict[str, list[int]] = {}
-        for i, (d, _) in enumerate(self.rows):
-            by_doc.setdefault(d, []).append(i)
-        self.doc_rows = {d: np.asarray(ix, dtype=np.int64) for d, ix in by_doc.items()}
+        self.doc_rows = rows_by_doc(self.rows)
 
 
 class ColPaliPool(StoredPool[ColPaliStructure]):

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+import numpy as np
+
 from trident_local.errors import TridentError
 from trident_local.retrieve.base import prepare_stages
 from trident_local.store.index_store import IndexStore
@@ -39,6 +41,14 @@ def complete_stages(store: IndexStore) -> list[str]:
 def complete_doc_ids(store: IndexStore) -> list[str]:
     """Documents with every stage done, in the order they were added."""
     return store.doc_ids(complete_stages(store))
+
+
+def rows_by_doc(rows: Sequence[tuple[str, int]]) -> dict[str, np.ndarray]:
+    """doc_id -> the positions of its (doc_id, page) rows, for per-document retrieval."""
+    by_doc: dict[str, list[int]] = {}
+    for i, (d, _) in enumerate(rows):
+        by_doc.setdefault(d, []).append(i)
+    return {d: np.asarray(ix, dtype=np.int64) for d, ix in by_doc.items()}
 
 
 class StoredPool(ABC, Generic[S]):

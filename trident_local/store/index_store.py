@@ -38,6 +38,7 @@ class IndexStore:
         self.root = Path(root)
         self.manifest = manifest
         self._lock_depth = 0
+        self.lock_fd: int | None = None  # the writer lock's descriptor while held: child processes must close it
         self._load_document = lru_cache(maxsize=64)(self._read_document)
 
     # -- opening -------------------------------------------------------------------------------
@@ -78,8 +79,8 @@ class IndexStore:
         """Exclusive lock so two writers never write the same index at once.
 
         An flock on ``.lock``, released by the kernel when the holder's descriptor
-        closes, so a killed writer never leaves it behind (its parse workers are
-        spawned and do not inherit the descriptor). The file holds the writer's pid
+        closes, so a killed writer never leaves it behind (its forked parse workers
+        close their copy, see ``lock_fd``). The file holds the writer's pid
         for the message of the writer that is refused. Re-entrant within one store object.
         """
         if self._lock_depth:
@@ -101,10 +102,10 @@ class IndexStore:
             os.pwrite(fd, str(os.getpid()).encode(), 0)
             if (self.root / MANIFEST).exists():  # what the previous writer committed, not what was read at open
                 self.manifest = IndexStore.open(self.root).manifest
-            self._lock_depth = 1
+            self._lock_depth, self.lock_fd = 1, fd
             yield
         finally:
-            self._lock_depth = 0
+            self._lock_depth, self.lock_fd = 0, None
             os.close(fd)
 
     # -- manifest ------------------------------------------------------------------------------
