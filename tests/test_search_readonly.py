@@ -127,3 +127,5 @@ def test_rrf_members_from_config(corpus: Path, tmp_path: Path) -> None:
         idx.search(QUESTION, pool="rrf:rrf+bm25")
     with pytest.raises(TridentError, match="unknown pool"):
         idx.search(QUESTION, pool="rrf:bm25+magic")
+    with pytest.raises(TridentError, match="takes no argument"):
+        idx.search(QUESTION, pool="bm25:dense")

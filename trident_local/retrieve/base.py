@@ -86,7 +86,11 @@ def get_pool(name: str, store: IndexStore) -> Pool:
     (``rrf:bm25+colpali`` fuses those members)."""
     cls = pool_class(name)
     _, _, arg = name.partition(":")
-    return cls.from_argument(store, arg) if arg else cls(store)
+    if not arg:
+        return cls(store)
+    if not hasattr(cls, "from_argument"):
+        raise TridentError(f"pool {name.split(':')[0]!r} takes no argument (got {name!r})")
+    return cls.from_argument(store, arg)
 
 
 def prepare_stages(pools: Sequence[str]) -> list[str]:
