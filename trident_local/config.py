@@ -16,6 +16,7 @@ class Config:
     multivector: str = "none"  # ColPali-style page embedder profile; "none" = no colpali pool
     ocr: str = "tesseract"  # OCR profile for pages without a text layer; "none" = image-only
     pools: list[str] = field(default_factory=lambda: list(DEFAULT_POOLS))  # built at index time
+    rrf_members: list[str] = field(default_factory=lambda: list(DEFAULT_POOLS))  # what pool "rrf" fuses
     dpi: int = 144  # page rendering
     chunk_words: int = 160  # dense passages: words per window
     chunk_stride: int = 120  # words between window starts
@@ -29,3 +30,48 @@ class Config:
     def from_dict(cls, d: dict[str, Any]) -> Config:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass
+class IndexOptions:
+    """Options given when indexing; None = not given. Applied to a new index's config, or merged
+    into an existing one's: new pools are added (their per-document stage then runs for every
+    document), a different embedder is refused (it would mix vectors of two models)."""
+
+    pools: list[str] | None = None
+    embedder: str | None = None
+    ocr: str | None = None
+    multivector: str | None = None
+
+    def apply(self, config: Config) -> Config:
+        """A new index's config: the options over the defaults."""
+        out = Config.from_dict(config.to_dict())
+        if self.pools:
+            out.pools = list(self.pools)
+        if self.embedder:
+            out.embedder = self.embedder
+        if self.ocr:
+            out.ocr = self.ocr
+        if self.multivector:
+            out.multivector = self.multivector
+            if "colpali" not in out.pools:
+                out.pools.append("colpali")
+        return out
+
+    def merge(self, config: Config) -> Config:
+        """An existing index's config with the options merged in."""
+        from trident_local.errors import TridentError
+
+        if self.embedder and self.embedder != config.embedder:
+            raise TridentError(f"the index was built with embedder {config.embedder!r}; "
+                               f"index into a new directory to use {self.embedder!r}")
+        out = Config.from_dict(config.to_dict())
+        if self.ocr:
+            out.ocr = self.ocr
+        pools = list(self.pools or [])
+        if self.multivector:
+            out.multivector = self.multivector
+            pools = list(dict.fromkeys([*(pools or out.pools), "colpali"]))
+        if pools:
+            out.pools = list(dict.fromkeys([*out.pools, *pools]))
+        return out

@@ -9,17 +9,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trident_local.config import Config
+from trident_local.config import Config, IndexOptions
 from trident_local.docs.model import Document
 from trident_local.docs.pdf_open import content_hash
+from trident_local.docs.workers import ParserProcesses
 from trident_local.errors import IngestError, TridentError
 from trident_local.retrieve.base import Hit, Pool, get_pool
+from trident_local.retrieve.stored import complete_stages
 from trident_local.store.index_store import IndexStore
+from trident_local.store.manifest import DocEntry
+from trident_local.store.stages import Stage, StageRunner, guarded
 
 log = logging.getLogger(__name__)
 
@@ -65,28 +67,14 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     return unique
 
 
-def _ingest_worker(path: str, doc_id: str, ocr_profile: str) -> Document:
-    """Runs in a worker process: ingestion is CPU-bound PyMuPDF work."""
-    from trident_local.docs.ingest import ingest_pdf
-
-    ocr = None
-    if ocr_profile != "none":
-        from trident_local.models.profiles import build_model
-
-        try:
-            ocr = build_model("ocr", ocr_profile)
-        except TridentError:
-            ocr = None
-    return ingest_pdf(path, ocr=ocr, doc_id=doc_id)
-
-
 class Index:
     """An index directory with its pools. Cheap to open; pools load on first use."""
 
     def __init__(self, store: IndexStore):
         self.store = store
         self._pools: dict[str, Pool] = {}
-        self.doc_stages: list[tuple[str, Callable[[Document], None]]] = []
+        self.doc_stages: list[Stage] = []
+        self._warned_incomplete = False
 
     @classmethod
     def open(cls, root: str | Path) -> Index:
@@ -95,6 +83,20 @@ class Index:
     @classmethod
     def create(cls, root: str | Path, config: Config | None = None) -> Index:
         return cls(IndexStore.open_or_create(root, config))
+
+    @classmethod
+    def for_indexing(cls, root: str | Path, options: IndexOptions | None = None) -> Index:
+        """A new index with ``options``, or an existing one with ``options`` merged into its config."""
+        options = options or IndexOptions()
+        if not (Path(root) / "manifest.json").exists():
+            return cls.create(root, options.apply(Config()))
+        index = cls.open(root)
+        merged = options.merge(index.config)
+        if merged != index.config:
+            with index.store.writer_lock():
+                index.store.manifest.config = merged
+                index.store.save_manifest()
+        return index
 
     @property
     def config(self) -> Config:
@@ -111,11 +113,16 @@ class Index:
     def resolve(self, name: str) -> str:
         return self.store.resolve(name)
 
+    def incomplete(self) -> list[DocEntry]:
+        """Documents a killed or failed run left with stages to do: pools do not cover them yet."""
+        stages = complete_stages(self.store)
+        return [e for e in self.store.entries() if not e.done(stages)]
+
     # -- indexing ------------------------------------------------------------------------------------
-    def stages(self) -> list[tuple[str, Callable[[Document], None]]]:
+    def stages(self) -> list[Stage]:
         """Per-document stages after ingestion, in order: pools that prepare features, then extras."""
-        out = [(name, self.pool(name).prepare) for name in self.config.pools if self.pool(name).needs_prepare]
-        return out + self.doc_stages
+        pools = [Stage(n, self.pool(n).prepare) for n in self.config.pools if self.pool(n).needs_prepare]
+        return pools + self.doc_stages
 
     def add(
         self,
@@ -128,108 +135,80 @@ class Index:
         """Index PDFs: skip finished ones, resume unfinished ones, report failures without stopping."""
         t0 = time.perf_counter()
         report = AddReport()
-        files = expand_paths(paths)
-        stages = self.stages()
-        stage_names = ["ingest", *[n for n, _ in stages]]
 
         def finish(res: FileResult) -> None:
             report.files.append(res)
             if on_file:
                 on_file(res)
+            if on_pages and res.status in ("indexed", "resumed"):
+                on_pages(res.pages)
 
-        todo: list[tuple[Path, str]] = []
+        runner = StageRunner(self.store, self.stages())
         with self.store.writer_lock():
-            for path in files:
-                try:
-                    if not path.is_file():
-                        raise IngestError(str(path), "no such file")
-                    doc_id = content_hash(path)
-                except OSError as e:
-                    finish(FileResult(str(path), "failed", error=f"{path}: {e.strerror or e}"))
-                    continue
-                except IngestError as e:
-                    finish(FileResult(str(path), "failed", error=str(e)))
-                    continue
-                entry = self.store.manifest.documents.get(doc_id)
-                if entry and entry.done(stage_names):
-                    finish(FileResult(str(path), "skipped", doc_id, entry.n_pages))
-                    continue
-                todo.append((path, doc_id))
-
-            futures: dict[str, Future] = {}
-            executor = ProcessPoolExecutor(max_workers=workers) if workers > 1 and len(todo) > 1 else None
-
-            def submit_pending(start: int) -> None:
-                for path, doc_id in todo[start:]:
-                    entry = self.store.manifest.documents.get(doc_id)
-                    if executor and not (entry and entry.stages.get("ingest")):
-                        futures[doc_id] = executor.submit(_ingest_worker, str(path), doc_id, self.config.ocr)
-
-            def parse(i: int, path: Path, doc_id: str) -> Document:
-                """The parsed document; a worker that crashes (e.g. a MuPDF segfault) fails only its file."""
-                nonlocal executor
-                fut = futures.pop(doc_id, None)
-                if fut is None:
-                    return _ingest_worker(str(path), doc_id, self.config.ocr)
-                try:
-                    return fut.result()
-                except BrokenProcessPool:
-                    executor.shutdown(wait=False, cancel_futures=True)
-                    executor = ProcessPoolExecutor(max_workers=1)  # retry alone to find the culprit
-                    try:
-                        return executor.submit(_ingest_worker, str(path), doc_id, self.config.ocr).result()
-                    except BrokenProcessPool:
-                        raise IngestError(str(path), "the PDF parser crashed on this file") from None
-                    finally:
-                        executor.shutdown(wait=False, cancel_futures=True)
-                        executor = ProcessPoolExecutor(max_workers=workers)
-                        futures.clear()
-                        submit_pending(i + 1)
-
-            submit_pending(0)
-            try:
-                for i, (path, doc_id) in enumerate(todo):
-                    t1 = time.perf_counter()
-                    entry = self.store.manifest.documents.get(doc_id)
-                    resumed = bool(entry and entry.stages.get("ingest"))
-                    try:
-                        if resumed:
-                            doc = self.store.document(doc_id)
-                        else:
-                            doc = parse(i, path, doc_id)
-                            self.store.write_document(doc)
-                        for name, fn in stages:
-                            if not self.store.manifest.documents[doc_id].stages.get(name):
-                                fn(doc)
-                                self.store.mark(doc_id, name)
-                    except IngestError as e:
-                        finish(FileResult(str(path), "failed", doc_id, error=str(e)))
-                        continue
-                    except TridentError:
-                        raise  # a configuration problem (missing model): stop, nothing is lost
-                    except Exception as e:  # one bad document must not stop the batch
-                        log.exception("indexing %s failed", path)
-                        finish(FileResult(str(path), "failed", doc_id, error=f"{path}: {type(e).__name__}: {e}"))
-                        continue
-                    if on_pages:
-                        on_pages(doc.n_pages)
-                    finish(FileResult(str(path), "resumed" if resumed else "indexed", doc_id, doc.n_pages,
-                                      time.perf_counter() - t1))
-            finally:
-                if executor:
-                    executor.shutdown(wait=False, cancel_futures=True)
+            todo = self._triage(expand_paths(paths), ["ingest", *runner.names], finish)
+            with ParserProcesses(workers, self.config.ocr, close_fds=[self.store.lock_fd]) as parser:
+                parser.queue([(p, d) for p, d in todo if not self._ingested(d)])
+                for path, doc_id in todo:
+                    finish(self._index_one(path, doc_id, parser, runner))
             self.build_pools()
         report.seconds = time.perf_counter() - t0
         return report
 
+    def _ingested(self, doc_id: str) -> bool:
+        entry = self.store.manifest.documents.get(doc_id)
+        return bool(entry and entry.stages.get("ingest"))
+
+    def _triage(self, files: list[Path], stage_names: list[str],
+                finish: Callable[[FileResult], None]) -> list[tuple[Path, str]]:
+        """(path, doc_id) of the files with work to do; unreadable and finished ones are reported."""
+        todo = []
+        for path in files:
+            try:
+                if not path.is_file():
+                    raise IngestError(str(path), "no such file")
+                doc_id = content_hash(path)
+            except OSError as e:
+                finish(FileResult(str(path), "failed", error=f"{path}: {e.strerror or e}"))
+                continue
+            except IngestError as e:
+                finish(FileResult(str(path), "failed", error=str(e)))
+                continue
+            entry = self.store.manifest.documents.get(doc_id)
+            if entry and entry.done(stage_names):
+                finish(FileResult(str(path), "skipped", doc_id, entry.n_pages))
+            else:
+                todo.append((path, doc_id))
+        return todo
+
+    def _index_one(self, path: Path, doc_id: str, parser: ParserProcesses, runner: StageRunner) -> FileResult:
+        """Ingest (or reload) one document and run its unfinished stages."""
+        t1 = time.perf_counter()
+        resumed = self._ingested(doc_id)
+
+        def work() -> Document:
+            if resumed:
+                doc = self.store.document(doc_id)
+            else:
+                doc = parser.result(path, doc_id)
+                self.store.write_document(doc)
+            runner.run(doc)
+            return doc
+
+        doc, error = guarded(f"indexing {path}", work, prefix=f"{path}: ")
+        if doc is None:
+            return FileResult(str(path), "failed", doc_id, error=error)
+        return FileResult(str(path), "resumed" if resumed else "indexed", doc_id, doc.n_pages,
+                          time.perf_counter() - t1)
+
     def build_pools(self) -> list[str]:
-        """Rebuild the global structures of stale pools; returns the names rebuilt."""
+        """Rebuild the global structures of stale pools under the writer lock; returns the names rebuilt."""
         rebuilt = []
-        for name in self.config.pools:
-            pool = self.pool(name)
-            if pool.is_stale():
-                pool.build()
-                rebuilt.append(name)
+        with self.store.writer_lock():
+            for name in self.config.pools:
+                pool = self.pool(name)
+                if pool.is_stale():
+                    pool.build()
+                    rebuilt.append(name)
         return rebuilt
 
     def remove(self, name: str) -> str:
@@ -245,12 +224,32 @@ class Index:
     def search(
         self, query: str, *, pool: str = "rrf", doc: str | Sequence[str] | None = None, k: int = 20
     ) -> list[Hit]:
-        """Top-k pages for ``query`` from ``pool``, within ``doc`` (id/file name, or several) if given."""
+        """Top-k pages for ``query`` from ``pool``, within ``doc`` (id/file name, or several) if given.
+
+        Reads only: never writes the index. Documents a killed run left unfinished
+        are not searched (a warning names them; asking for one is an error).
+        """
         if not query.strip():
             raise TridentError("the question is empty")
+        doc_ids = None if doc is None else [self.resolve(d) for d in ([doc] if isinstance(doc, str) else doc)]
+        self._check_searchable(doc_ids)
+        return self.pool(pool).retrieve(query, k=k, doc_ids=doc_ids)
+
+    def _check_searchable(self, doc_ids: list[str] | None) -> None:
+        """Refuse an empty index or an incomplete document asked for; warn (once) about the others."""
         if not self.store.doc_ids():
             raise TridentError(f"{self.store.root} holds no documents yet; add some with `trident index`")
-        doc_ids = None
-        if doc is not None:
-            doc_ids = [self.resolve(d) for d in ([doc] if isinstance(doc, str) else doc)]
-        return self.pool(pool).retrieve(query, k=k, doc_ids=doc_ids)
+        incomplete = {e.doc_id: e for e in self.incomplete()}
+        asked = [incomplete[d] for d in doc_ids or [] if d in incomplete]
+        if asked or len(incomplete) == len(self.store.doc_ids()):
+            raise TridentError(_incomplete_message(self.store.root, asked or list(incomplete.values())))
+        if incomplete and doc_ids is None and not self._warned_incomplete:
+            self._warned_incomplete = True
+            log.warning("%s; searching the other documents",
+                        _incomplete_message(self.store.root, list(incomplete.values())))
+
+
+def _incomplete_message(root: Path, entries: list[DocEntry]) -> str:
+    names = ", ".join(e.file_name for e in entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
+    return (f"{len(entries)} document(s) of {root} are not completely indexed ({names}): "
+            f"re-run `trident index` on {root} to finish them")

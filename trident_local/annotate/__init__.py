@@ -7,11 +7,13 @@ annotate_index(index)                                # or later, resumable per d
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from trident_local.annotate.cache import STAGE, LoadedAnnotation, has_annotation, load
+from trident_local.store.stages import Stage, StageRunner, guarded
 
 if TYPE_CHECKING:
     from trident_local.docs.model import Document
@@ -75,9 +77,10 @@ class _Annotator:
         )
 
 
-def annotation_stage(index: Index, profile: str | None = None) -> tuple[str, Callable[[Document], None]]:
-    """("annotate", fn): append to ``Index.doc_stages``; the index marks the stage per document."""
-    return STAGE, _Annotator(index, profile)
+def annotation_stage(index: Index, profile: str | None = None) -> Stage:
+    """The annotation stage: append to ``Index.doc_stages``; the index marks it per document."""
+    annotator = _Annotator(index, profile)
+    return Stage(STAGE, annotator, annotator.up_to_date)
 
 
 @dataclass
@@ -98,40 +101,29 @@ def annotate_index(
     on_doc: Callable[[str, int, float], None] | None = None,
 ) -> AnnotateReport:
     """Annotate every ingested document that is not annotated yet (all with ``force``); resumable."""
-    import logging
-    import time
-
-    from trident_local.errors import TridentError
-
     store = index.store
-    annotator = _Annotator(index, profile)
+    runner = StageRunner(store, [annotation_stage(index, profile)])
     t0 = time.perf_counter()
     rep = AnnotateReport([], [], [])
     with store.writer_lock():
-        targets = [store.resolve(d) for d in docs] if docs else store.doc_ids()
-        for doc_id in targets:
+        for doc_id in [store.resolve(d) for d in docs] if docs else store.doc_ids():
             entry = store.manifest.documents[doc_id]
-            if not force and entry.stages.get(STAGE) and has_annotation(store, doc_id):
+            if entry.stages.get(STAGE) and not has_annotation(store, doc_id):
+                store.mark(doc_id, STAGE, False)  # marked, but its files are gone: redo it
+            if not runner.pending(doc_id, force=force):
                 rep.skipped.append(doc_id)
                 continue
             t1 = time.perf_counter()
-            if not force and annotator.up_to_date(doc_id):
-                store.mark(doc_id, STAGE)
+            ran, error = guarded(f"annotating {entry.file_name}",
+                                 lambda d=doc_id: runner.run(store.document(d), force=force))
+            if ran is None:
+                rep.failed.append((doc_id, error))
+            elif not ran:  # found saved by a run killed before marking it
                 rep.skipped.append(doc_id)
-                continue
-            try:
-                doc = store.document(doc_id)
-                annotator(doc)
-            except TridentError:
-                raise  # configuration problem (missing model): stop, nothing is lost
-            except Exception as e:  # one bad document must not stop the others
-                logging.getLogger(__name__).exception("annotating %s failed", entry.file_name)
-                rep.failed.append((doc_id, f"{type(e).__name__}: {e}"))
-                continue
-            store.mark(doc_id, STAGE)
-            rep.annotated.append(doc_id)
-            rep.pages += doc.n_pages
-            if on_doc:
-                on_doc(doc_id, doc.n_pages, time.perf_counter() - t1)
+            else:
+                rep.annotated.append(doc_id)
+                rep.pages += entry.n_pages
+                if on_doc:
+                    on_doc(doc_id, entry.n_pages, time.perf_counter() - t1)
     rep.seconds = time.perf_counter() - t0
     return rep

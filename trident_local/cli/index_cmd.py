@@ -18,25 +18,6 @@ from rich.table import Table
 from trident_local.cli.common import cli_command, err_console, human_console, json_option, write_json
 
 
-def _update_config(idx, *, pools, embedder, ocr, multivector) -> None:
-    """Options given for an existing index: new pools are added (their per-document stage then
-    runs for every document); changing the embedder would mix vectors of two models, so it is refused."""
-    from trident_local.errors import TridentError
-
-    cfg = idx.store.config
-    if embedder and embedder != cfg.embedder:
-        raise TridentError(f"{idx.store.root} was built with embedder {cfg.embedder!r}; "
-                           f"index into a new directory to use {embedder!r}")
-    if ocr:
-        cfg.ocr = ocr
-    if multivector:
-        cfg.multivector = multivector
-        pools = list(dict.fromkeys([*(pools or cfg.pools), "colpali"]))
-    if pools:
-        cfg.pools = list(dict.fromkeys([*cfg.pools, *pools]))
-    idx.store.save_manifest()
-
-
 def _status_style(status: str) -> str:
     return {"indexed": "green", "resumed": "cyan", "skipped": "dim", "failed": "red"}.get(status, "")
 
@@ -59,24 +40,11 @@ def index(
     A file that cannot be read is reported and the rest of the batch goes on;
     the exit status is 1 if any file failed.
     """
-    from trident_local.config import Config
+    from trident_local.config import IndexOptions
     from trident_local.index import Index, expand_paths
 
-    config = Config()
-    if pools:
-        config.pools = [p.strip() for p in pools.split(",") if p.strip()]
-    if embedder:
-        config.embedder = embedder
-    if ocr:
-        config.ocr = ocr
-    if multivector:
-        config.multivector = multivector
-        if "colpali" not in config.pools:
-            config.pools.append("colpali")
-    idx = Index.create(index_dir, config)
-    if idx.config != config and (index_dir / "manifest.json").exists():
-        _update_config(idx, pools=config.pools if pools else None, embedder=embedder, ocr=ocr,
-                       multivector=multivector)
+    pool_list = [p.strip() for p in pools.split(",") if p.strip()] if pools else None
+    idx = Index.for_indexing(index_dir, IndexOptions(pool_list, embedder, ocr, multivector))
     if annotate:
         from trident_local.annotate import annotation_stage
 

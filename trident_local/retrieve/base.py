@@ -33,8 +33,9 @@ class Pool(Protocol):
 
     ``prepare(doc)`` computes per-document features into the index (idempotent,
     resumable per document); ``build()`` (re)builds the global structure from the
-    prepared documents; ``retrieve`` returns the top-k pages of the given
-    documents (all when ``doc_ids`` is None), best first.
+    prepared documents (the index writer only); ``load()`` reads it; ``retrieve``
+    returns the top-k pages of the given documents (all when ``doc_ids`` is None),
+    best first, and never writes the index.
     """
 
     name: ClassVar[str]
@@ -45,6 +46,8 @@ class Pool(Protocol):
     def build(self) -> None: ...
 
     def is_stale(self) -> bool: ...
+
+    def load(self) -> None: ...
 
     def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]: ...
 
@@ -66,16 +69,33 @@ def register_pool(name: str, target: str) -> None:
     _POOLS[name] = target
 
 
-def get_pool(name: str, store: IndexStore) -> Pool:
-    """The pool ``name`` bound to ``store``."""
-    if name not in _POOLS:
+def pool_class(name: str) -> type:
+    """The class registered for ``name`` (``base:argument`` names use the class of ``base``)."""
+    base = name.split(":", 1)[0]
+    if base not in _POOLS:
         raise TridentError(f"unknown pool {name!r}; pools: {', '.join(_POOLS)}")
-    module, attr = _POOLS[name].split(":")
+    module, attr = _POOLS[base].split(":")
     try:
-        cls = getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(module), attr)
     except ModuleNotFoundError as e:
         raise TridentError(f"pool {name!r} is not available: {e}") from e
-    return cls(store)
+
+
+def get_pool(name: str, store: IndexStore) -> Pool:
+    """The pool ``name`` bound to ``store``; ``base:argument`` passes the argument on
+    (``rrf:bm25+colpali`` fuses those members)."""
+    cls = pool_class(name)
+    _, _, arg = name.partition(":")
+    if not arg:
+        return cls(store)
+    if not hasattr(cls, "from_argument"):
+        raise TridentError(f"pool {name.split(':')[0]!r} takes no argument (got {name!r})")
+    return cls.from_argument(store, arg)
+
+
+def prepare_stages(pools: Sequence[str]) -> list[str]:
+    """The per-document stages the given pools add after ingestion (those with ``needs_prepare``)."""
+    return [p for p in pools if pool_class(p).needs_prepare]
 
 
 def top_k(hits: list[Hit], k: int) -> list[Hit]:

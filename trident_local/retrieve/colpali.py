@@ -11,33 +11,42 @@ candidate generation. Questions about one document are always scored exactly.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
 from trident_local.docs.model import Document
 from trident_local.errors import TridentError
 from trident_local.retrieve.base import Hit, top_k
+from trident_local.retrieve.stored import StoredPool, rows_by_doc
 from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.store.index_store import IndexStore
-from trident_local.store.manifest import PoolEntry
 
 IVF_MIN_PAGES = 20_000  # below this, exact MaxSim over every page is fast enough on one core
 EMBED_BATCH = 4
 
 
-class ColPaliPool:
+@dataclass
+class ColPaliStructure:
+    pages: Any  # trident_kernels.PackedPages
+    rows: list[tuple[str, int]]
+    ivf: Any = None  # trident_kernels.ann.TokenIVF above IVF_MIN_PAGES pages
+    doc_rows: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.doc_rows = rows_by_doc(self.rows)
+
+
+class ColPaliPool(StoredPool[ColPaliStructure]):
     name: ClassVar[str] = "colpali"
+    version: ClassVar[str] = "colpali-v1"
     needs_prepare: ClassVar[bool] = True
 
     def __init__(self, store: IndexStore, embedder=None):
-        self.store = store
-        self.dir = store.pool_dir(self.name)
+        super().__init__(store)
         self._embedder = embedder
-        self._pages = None
-        self._rows: list[tuple[str, int]] = []
-        self._doc_rows: dict[str, np.ndarray] = {}
-        self._ivf = None
 
     @property
     def embedder(self):
@@ -73,18 +82,12 @@ class ColPaliPool:
         atomic_write_npy(tok_path, tokens)
         atomic_write_npy(off_path, offsets)
 
-    def _fingerprint(self) -> str:
-        return self.store.fingerprint(self.store.doc_ids(["ingest", self.name]), "colpali-v1",
-                                      self.store.config.multivector)
+    def config_parts(self) -> tuple[str, ...]:
+        return (self.store.config.multivector,)
 
-    def is_stale(self) -> bool:
-        e = self.store.manifest.pools.get(self.name)
-        return e is None or e.fingerprint != self._fingerprint() or not (self.dir / "rows.json").exists()
-
-    def build(self) -> None:
+    def compute(self, doc_ids: list[str]) -> ColPaliStructure:
         from trident_kernels import PackedPages
 
-        doc_ids = self.store.doc_ids(["ingest", self.name])
         tokens, offsets, rows = [], [np.zeros(1, np.int64)], []
         total = 0
         for d in doc_ids:
@@ -97,56 +100,48 @@ class ColPaliPool:
         dim = tokens[0].shape[1] if tokens else self.embedder.dim
         packed = PackedPages(np.concatenate(tokens) if tokens else np.zeros((0, dim), np.float16),
                              np.concatenate(offsets))
-        import shutil
-
-        shutil.rmtree(self.dir, ignore_errors=True)
-        packed.save(self.dir / "pages")
+        ivf = None
         if len(rows) >= IVF_MIN_PAGES:
             from trident_kernels.ann import TokenIVF
 
-            TokenIVF.build(packed).save(self.dir / "ivf")
-        atomic_write_json(self.dir / "rows.json", rows)
-        self.store.manifest.pools[self.name] = PoolEntry(
-            self.name, self._fingerprint(), len(rows),
-            info={"tokens": int(total), "dim": int(dim), "ivf": len(rows) >= IVF_MIN_PAGES,
-                  "profile": self.store.config.multivector})
-        self.store.save_manifest()
-        self._pages = None
+            ivf = TokenIVF.build(packed)
+        return ColPaliStructure(packed, rows, ivf)
 
-    def _load(self) -> None:
-        if self._pages is not None:
-            return
+    def save(self, s: ColPaliStructure, folder: Path) -> dict[str, Any]:
+        s.pages.save(folder / "pages")
+        if s.ivf is not None:
+            s.ivf.save(folder / "ivf")
+        atomic_write_json(folder / "rows.json", s.rows)
+        return {"tokens": int(s.pages.offsets[-1]), "dim": int(s.pages.tokens.shape[1]), "ivf": s.ivf is not None,
+                "profile": self.store.config.multivector}
+
+    def read(self, folder: Path) -> ColPaliStructure:
         from trident_kernels import PackedPages
 
-        if self.is_stale():
-            self.build()
-        self._pages = PackedPages.load(self.dir / "pages", mmap=True)
-        self._rows = [tuple(r) for r in read_json(self.dir / "rows.json")]
-        by_doc: dict[str, list[int]] = {}
-        for i, (d, _) in enumerate(self._rows):
-            by_doc.setdefault(d, []).append(i)
-        self._doc_rows = {d: np.asarray(ix, dtype=np.int64) for d, ix in by_doc.items()}
-        if (self.dir / "ivf").is_dir():
+        pages = PackedPages.load(folder / "pages", mmap=True)
+        ivf = None
+        if (folder / "ivf").is_dir():
             from trident_kernels.ann import TokenIVF
 
-            self._ivf = TokenIVF.load(self.dir / "ivf", pages=self._pages)
+            ivf = TokenIVF.load(folder / "ivf", pages=pages)
+        return ColPaliStructure(pages, [tuple(r) for r in read_json(folder / "rows.json")], ivf)
 
     def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
         from trident_kernels import maxsim, maxsim_topk
 
-        self._load()
+        s = self.load()
         q = self.embedder.embed_queries([query])
         if doc_ids is not None:  # one document's pages: exact MaxSim over exactly those pages
-            rows = np.concatenate([self._doc_rows.get(d, np.empty(0, np.int64)) for d in doc_ids])
+            rows = np.concatenate([s.doc_rows.get(d, np.empty(0, np.int64)) for d in doc_ids])
             if rows.size == 0:
                 return []
-            scores = maxsim(q, self._pages, page_indices=rows)[0].numpy()
-            return top_k([Hit(*self._rows[r], float(s), self.name) for r, s in zip(rows, scores, strict=True)], k)
-        if not self._rows:
+            scores = maxsim(q, s.pages, page_indices=rows)[0].numpy()
+            return top_k([Hit(*s.rows[r], float(sc), self.name) for r, sc in zip(rows, scores, strict=True)], k)
+        if not s.rows:
             return []
-        if self._ivf is not None:
-            scores, ids = self._ivf.search(q, k=k)
+        if s.ivf is not None:
+            scores, ids = s.ivf.search(q, k=k)
         else:
-            scores, ids = maxsim_topk(q, self._pages, min(k, len(self._rows)))
-        return [Hit(*self._rows[int(i)], float(s), self.name)
-                for s, i in zip(scores[0].tolist(), ids[0].tolist(), strict=True) if i >= 0]
+            scores, ids = maxsim_topk(q, s.pages, min(k, len(s.rows)))
+        return [Hit(*s.rows[int(i)], float(sc), self.name)
+                for sc, i in zip(scores[0].tolist(), ids[0].tolist(), strict=True) if i >= 0]

@@ -8,7 +8,9 @@ never re-embeds the others.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -16,25 +18,38 @@ from trident_local.docs.model import Document
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.bm25 import page_passage
 from trident_local.retrieve.chunking import windows
+from trident_local.retrieve.stored import StoredPool
 from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.store.index_store import IndexStore
-from trident_local.store.manifest import PoolEntry
 
 
-class DensePool:
+@dataclass
+class DenseStructure:
+    vectors: np.ndarray  # float32 (windows, dim)
+    row_doc: np.ndarray  # window -> position in doc_ids
+    row_page: np.ndarray  # window -> page number
+    doc_ids: list[str]
+    doc_slices: dict[str, slice]  # doc_id -> its windows
+    index: Any = None  # faiss.IndexFlatIP over vectors, made on first search
+
+    def faiss_index(self):
+        if self.index is None:
+            import faiss
+
+            self.index = faiss.IndexFlatIP(self.vectors.shape[1])
+            if len(self.vectors):
+                self.index.add(self.vectors)
+        return self.index
+
+
+class DensePool(StoredPool[DenseStructure]):
     name: ClassVar[str] = "dense"
+    version: ClassVar[str] = "dense-v1"
     needs_prepare: ClassVar[bool] = True
 
     def __init__(self, store: IndexStore, embedder=None):
-        self.store = store
-        self.dir = store.pool_dir(self.name)
+        super().__init__(store)
         self._embedder = embedder
-        self._index = None
-        self._vecs: np.ndarray | None = None
-        self._row_doc: np.ndarray | None = None
-        self._row_page: np.ndarray | None = None
-        self._doc_slices: dict[str, slice] = {}
-        self._doc_ids: list[str] = []
 
     @property
     def embedder(self):
@@ -63,15 +78,10 @@ class DensePool:
         atomic_write_npy(page_path, np.asarray(pages, dtype=np.int32))
 
     # -- global ------------------------------------------------------------------------------------
-    def _fingerprint(self) -> str:
-        return self.store.fingerprint(self.store.doc_ids(["ingest", self.name]), "dense-v1", self.store.config.embedder)
+    def config_parts(self) -> tuple[str, ...]:
+        return (self.store.config.embedder,)
 
-    def is_stale(self) -> bool:
-        e = self.store.manifest.pools.get(self.name)
-        return e is None or e.fingerprint != self._fingerprint() or not (self.dir / "vectors.npy").exists()
-
-    def build(self) -> None:
-        doc_ids = self.store.doc_ids(["ingest", self.name])
+    def compute(self, doc_ids: list[str]) -> DenseStructure:
         vecs, row_doc, row_page, slices = [], [], [], {}
         start = 0
         for i, d in enumerate(doc_ids):
@@ -80,63 +90,56 @@ class DensePool:
             vecs.append(v)
             row_doc.append(np.full(len(p), i, np.int32))
             row_page.append(p)
-            slices[d] = [start, start + len(p)]
+            slices[d] = slice(start, start + len(p))
             start += len(p)
         dim = self.embedder.dim if not vecs else vecs[0].shape[1]
-        all_vecs = np.concatenate(vecs) if vecs else np.zeros((0, dim), np.float16)
-        atomic_write_npy(self.dir / "vectors.npy", all_vecs)
-        atomic_write_npy(self.dir / "row_doc.npy", np.concatenate(row_doc) if row_doc else np.zeros(0, np.int32))
-        atomic_write_npy(self.dir / "row_page.npy", np.concatenate(row_page) if row_page else np.zeros(0, np.int32))
-        atomic_write_json(self.dir / "docs.json", {"doc_ids": doc_ids, "slices": slices})
-        self.store.manifest.pools[self.name] = PoolEntry(
-            self.name, self._fingerprint(), int(sum(self.store.manifest.documents[d].n_pages for d in doc_ids)),
-            info={"windows": int(start), "embedder": self.store.config.embedder, "dim": int(dim)},
-        )
-        self.store.save_manifest()
-        self._index = None
+        return DenseStructure(
+            (np.concatenate(vecs) if vecs else np.zeros((0, dim), np.float16)).astype(np.float32),
+            np.concatenate(row_doc) if row_doc else np.zeros(0, np.int32),
+            np.concatenate(row_page) if row_page else np.zeros(0, np.int32),
+            list(doc_ids), slices)
 
-    def _load(self) -> None:
-        if self._index is not None:
-            return
-        import faiss
+    def save(self, s: DenseStructure, folder: Path) -> dict[str, Any]:
+        atomic_write_npy(folder / "vectors.npy", s.vectors.astype(np.float16))
+        atomic_write_npy(folder / "row_doc.npy", s.row_doc)
+        atomic_write_npy(folder / "row_page.npy", s.row_page)
+        atomic_write_json(folder / "docs.json", {"doc_ids": s.doc_ids,
+                                                 "slices": {d: [v.start, v.stop] for d, v in s.doc_slices.items()}})
+        return {"windows": len(s.vectors), "embedder": self.store.config.embedder, "dim": int(s.vectors.shape[1])}
 
-        if self.is_stale():
-            self.build()
-        self._vecs = np.load(self.dir / "vectors.npy").astype(np.float32)
-        self._row_doc = np.load(self.dir / "row_doc.npy")
-        self._row_page = np.load(self.dir / "row_page.npy")
-        meta = read_json(self.dir / "docs.json")
-        self._doc_ids = meta["doc_ids"]
-        self._doc_slices = {d: slice(*s) for d, s in meta["slices"].items()}
-        index = faiss.IndexFlatIP(self._vecs.shape[1])
-        if len(self._vecs):
-            index.add(self._vecs)
-        self._index = index
+    def read(self, folder: Path) -> DenseStructure:
+        meta = read_json(folder / "docs.json")
+        return DenseStructure(np.load(folder / "vectors.npy").astype(np.float32), np.load(folder / "row_doc.npy"),
+                              np.load(folder / "row_page.npy"), meta["doc_ids"],
+                              {d: slice(*v) for d, v in meta["slices"].items()})
 
-    def _pages_from_rows(self, rows: np.ndarray, scores: np.ndarray, k: int) -> list[Hit]:
+    def _pages_from_rows(self, s: DenseStructure, rows: np.ndarray, scores: np.ndarray, k: int) -> list[Hit]:
         best: dict[tuple[str, int], float] = {}
-        for r, s in zip(rows.tolist(), scores.tolist(), strict=True):
+        for r, sc in zip(rows.tolist(), scores.tolist(), strict=True):
             if r < 0:
                 continue
-            key = (self._doc_ids[self._row_doc[r]], int(self._row_page[r]))
-            if s > best.get(key, -np.inf):
-                best[key] = s
-        return top_k([Hit(d, p, float(s), self.name) for (d, p), s in best.items()], k)
+            key = (s.doc_ids[s.row_doc[r]], int(s.row_page[r]))
+            if sc > best.get(key, -np.inf):
+                best[key] = sc
+        return top_k([Hit(d, p, float(sc), self.name) for (d, p), sc in best.items()], k)
 
     def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
-        self._load()
+        s = self.load()
         q = self.embedder.encode([query], kind="query").astype(np.float32)
         if doc_ids is not None:  # exact scoring over the documents' windows
-            rows = np.concatenate([np.arange(self._doc_slices[d].start, self._doc_slices[d].stop)
-                                   for d in doc_ids if d in self._doc_slices] or [np.zeros(0, int)])
+            rows = np.concatenate([np.arange(s.doc_slices[d].start, s.doc_slices[d].stop)
+                                   for d in doc_ids if d in s.doc_slices] or [np.zeros(0, int)])
             if rows.size == 0:
                 return []
-            return self._pages_from_rows(rows, self._vecs[rows] @ q[0], k)
-        n = self._index.ntotal
+            return self._pages_from_rows(s, rows, s.vectors[rows] @ q[0], k)
+        n = len(s.vectors)
+        if n == 0:  # nothing embedded yet: faiss refuses a search for 0 neighbours
+            return []
+        index = s.faiss_index()
         fetch = min(n, k * 8)
         while True:  # windows -> pages: fetch more windows until k distinct pages are found
-            scores, rows = self._index.search(q, fetch)
-            hits = self._pages_from_rows(rows[0], scores[0], k)
+            scores, rows = index.search(q, fetch)
+            hits = self._pages_from_rows(s, rows[0], scores[0], k)
             if len(hits) >= k or fetch >= n:
                 return hits
             fetch = min(n, fetch * 4)

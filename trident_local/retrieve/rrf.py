@@ -1,4 +1,8 @@
-"""Reciprocal rank fusion of the BM25 and dense rankings: score = sum 1 / (k0 + rank), k0 = 60, ranks from 1."""
+"""Reciprocal rank fusion of member pools' rankings: score = sum 1 / (k0 + rank), k0 = 60, ranks from 1.
+
+``rrf`` fuses the index config's ``rrf_members`` (bm25 + dense by default);
+``rrf:bm25+colpali`` names its members.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from trident_local.docs.model import Document
+from trident_local.errors import TridentError
 from trident_local.retrieve.base import Hit, get_pool, top_k
 from trident_local.store.index_store import IndexStore
 
@@ -25,11 +30,18 @@ def rrf_fuse(rankings: Sequence[Sequence[Hit]], *, k0: int = RRF_K, name: str = 
 class RRFPool:
     name: ClassVar[str] = "rrf"
     needs_prepare: ClassVar[bool] = False
-    members: ClassVar[tuple[str, ...]] = ("bm25", "dense")
 
-    def __init__(self, store: IndexStore):
+    def __init__(self, store: IndexStore, members: Sequence[str] | None = None):
         self.store = store
+        self.members = list(members if members is not None else store.config.rrf_members)
+        if not self.members or any(m.startswith("rrf") for m in self.members):
+            raise TridentError(f"rrf fuses plain pools, e.g. rrf:bm25+dense; got {'+'.join(self.members)!r}")
         self.pools = [get_pool(m, store) for m in self.members]
+
+    @classmethod
+    def from_argument(cls, store: IndexStore, argument: str) -> RRFPool:
+        """``bm25+colpali`` -> those members."""
+        return cls(store, [m.strip() for m in argument.split("+") if m.strip()])
 
     def prepare(self, doc: Document) -> None:
         return None
@@ -41,6 +53,10 @@ class RRFPool:
         for p in self.pools:
             if p.is_stale():
                 p.build()
+
+    def load(self) -> None:
+        for p in self.pools:
+            p.load()
 
     def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
         depth = max(FUSE_DEPTH, k)

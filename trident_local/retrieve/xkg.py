@@ -9,33 +9,36 @@ before the class's alpha weights combine them:
 
     score(page) = sum over axes a of alpha(class, a) * S_a(page) / max S_a
 
-Needs the annotation stage (``trident annotate``); it has no index of its own.
+Needs the annotation stage (``trident annotate``); its stored structure is only
+the list of annotated documents it covers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
 from trident_local.annotate import STAGE, has_annotation, load
 from trident_local.annotate.concept_match import match_concepts
 from trident_local.annotate.records import CONCEPT_KINDS
-from trident_local.docs.model import Document
 from trident_local.errors import TridentError
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.router import Route, route
+from trident_local.retrieve.stored import StoredPool, complete_stages
+from trident_local.store.atomic import atomic_write_json, read_json
 from trident_local.store.index_store import IndexStore
-from trident_local.store.manifest import PoolEntry
 
 
-class XKGPool:
+class XKGPool(StoredPool[list[str]]):
     name: ClassVar[str] = "xkg"
+    version: ClassVar[str] = "xkg-v1"
     needs_prepare: ClassVar[bool] = False  # the annotation stage writes everything it reads
 
     def __init__(self, store: IndexStore, *, embedder=None, chat=None, use_chat: bool = True):
-        self.store = store
+        super().__init__(store)
         self._embedder = embedder
         self._chat = chat
         self._use_chat = use_chat
@@ -58,27 +61,22 @@ class XKGPool:
             self._use_chat = self._chat is not None
         return self._chat
 
-    def prepare(self, doc: Document) -> None:
-        return None
+    def documents(self) -> list[str]:
+        """The complete documents that are annotated."""
+        return [d for d in self.store.doc_ids([*complete_stages(self.store), STAGE]) if has_annotation(self.store, d)]
 
-    def _annotated(self) -> list[str]:
-        return [d for d in self.store.doc_ids(["ingest", STAGE]) if has_annotation(self.store, d)]
+    def config_parts(self) -> tuple[str, ...]:
+        return (self.store.config.embedder,)
 
-    def _fingerprint(self) -> str:
-        return self.store.fingerprint(self._annotated(), "xkg-v1", self.store.config.embedder)
+    def compute(self, doc_ids: list[str]) -> list[str]:
+        return list(doc_ids)
 
-    def is_stale(self) -> bool:
-        e = self.store.manifest.pools.get(self.name)
-        return e is None or e.fingerprint != self._fingerprint()
+    def save(self, doc_ids: list[str], folder: Path) -> dict[str, Any]:
+        atomic_write_json(folder / "docs.json", doc_ids)
+        return {"documents": len(doc_ids)}
 
-    def build(self) -> None:
-        """Nothing global to build: record which annotated documents the pool covers."""
-        docs = self._annotated()
-        n = sum(self.store.manifest.documents[d].n_pages for d in docs)
-        self.store.manifest.pools[self.name] = PoolEntry(
-            self.name, self._fingerprint(), n, info={"documents": len(docs)}
-        )
-        self.store.save_manifest()
+    def read(self, folder: Path) -> list[str]:
+        return list(read_json(folder / "docs.json"))
 
     def score_pages(self, question: str, doc_ids: Sequence[str], r: Route) -> list[Hit]:
         qvec = self.embedder.encode([question], kind="query")[0]
@@ -103,7 +101,7 @@ class XKGPool:
         return hits
 
     def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
-        targets = list(doc_ids) if doc_ids is not None else self._annotated()
+        targets = list(doc_ids) if doc_ids is not None else self.load()
         missing = [d for d in targets if not has_annotation(self.store, d)]
         if missing:
             name = (

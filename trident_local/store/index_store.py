@@ -6,7 +6,7 @@ Layout::
     INDEX/docs/<doc_id>/document.json  the ingested Document
     INDEX/docs/<doc_id>/<stage>.*      per-document features (embeddings, annotations)
     INDEX/docs/<doc_id>/pages/         rendered page images (lazy cache)
-    INDEX/pools/<name>/                global pool structures
+    INDEX/pools/<name>@<fingerprint>/  global pool structures (see retrieve/stored.py)
 
 Every write is atomic and the manifest is rewritten after each finished stage of
 each document, so a killed run leaves a valid index and a re-run resumes.
@@ -37,6 +37,8 @@ class IndexStore:
     def __init__(self, root: Path, manifest: Manifest):
         self.root = Path(root)
         self.manifest = manifest
+        self._lock_depth = 0
+        self.lock_fd: int | None = None  # the writer lock's descriptor while held: child processes must close it
         self._load_document = lru_cache(maxsize=64)(self._read_document)
 
     # -- opening -------------------------------------------------------------------------------
@@ -74,16 +76,36 @@ class IndexStore:
 
     @contextmanager
     def writer_lock(self) -> Iterator[None]:
-        """Exclusive lock so two `trident index` runs never write the same index at once."""
+        """Exclusive lock so two writers never write the same index at once.
+
+        An flock on ``.lock``, released by the kernel when the holder's descriptor
+        closes, so a killed writer never leaves it behind (its forked parse workers
+        close their copy, see ``lock_fd``). The file holds the writer's pid
+        for the message of the writer that is refused. Re-entrant within one store object.
+        """
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / ".lock", os.O_CREAT | os.O_RDWR)
+        fd = os.open(self.root / ".lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise TridentError(f"another process is writing {self.root}; wait for it to finish") from None
+                raise TridentError(f"another process{_holder(fd)} is writing {self.root}; "
+                                   "wait for it to finish") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            if (self.root / MANIFEST).exists():  # what the previous writer committed, not what was read at open
+                self.manifest = IndexStore.open(self.root).manifest
+            self._lock_depth, self.lock_fd = 1, fd
             yield
         finally:
+            self._lock_depth, self.lock_fd = 0, None
             os.close(fd)
 
     # -- manifest ------------------------------------------------------------------------------
@@ -173,3 +195,18 @@ class IndexStore:
             raise TridentError(f"{entry.file_name} has pages 1..{entry.n_pages}, not {page}")
         out = self.doc_dir(doc_id) / "pages" / f"p{page:04d}@{dpi}.png"
         return render_page(entry.path, page, out, dpi=dpi)
+
+
+def _holder(fd: int) -> str:
+    """" (pid N)" from the lock file, saying when that process is gone (a descendant holds the lock)."""
+    try:
+        pid = int(os.pread(fd, 32, 0).decode().strip())
+    except (OSError, ValueError):
+        return ""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return f" (started by pid {pid}, which has exited; one of its child processes still holds the lock)"
+    except PermissionError:
+        pass
+    return f" (pid {pid})"

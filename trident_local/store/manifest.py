@@ -32,6 +32,7 @@ class PoolEntry:
     n_pages: int
     built: float = field(default_factory=time.time)
     info: dict[str, Any] = field(default_factory=dict)
+    path: str = ""  # folder under pools/ ("" = pools/<name>, the layout before versioned folders)
 
 
 @dataclass
