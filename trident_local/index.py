@@ -2,6 +2,9 @@
 
     index = Index.open("idx")
     hits = index.search("What was the revenue in 2020?", pool="rrf", doc="report.pdf", k=5)
+
+The index owns the model runtime (``index.models``): every stage that runs on
+it takes its models from there, so each model is built once per process.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from trident_local.config import Config
 from trident_local.docs.model import Document
 from trident_local.docs.pdf_open import content_hash
 from trident_local.errors import IngestError, TridentError
+from trident_local.models.runtime import Models
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, Pool, get_pool
 from trident_local.store.index_store import IndexStore
 
@@ -65,26 +70,26 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     return unique
 
 
+_WORKER_MODELS = Models()  # a worker process's own runtime (models do not cross processes)
+
+
 def _ingest_worker(path: str, doc_id: str, ocr_profile: str) -> Document:
     """Runs in a worker process: ingestion is CPU-bound PyMuPDF work."""
     from trident_local.docs.ingest import ingest_pdf
 
-    ocr = None
-    if ocr_profile != "none":
-        from trident_local.models.profiles import build_model
-
-        try:
-            ocr = build_model("ocr", ocr_profile)
-        except TridentError:
-            ocr = None
+    try:
+        ocr = _WORKER_MODELS.get("ocr", ocr_profile)
+    except TridentError:
+        ocr = None
     return ingest_pdf(path, ocr=ocr, doc_id=doc_id)
 
 
 class Index:
     """An index directory with its pools. Cheap to open; pools load on first use."""
 
-    def __init__(self, store: IndexStore):
+    def __init__(self, store: IndexStore, models: Models | None = None):
         self.store = store
+        self.models = models if models is not None else Models(store.config)
         self._pools: dict[str, Pool] = {}
         self.doc_stages: list[tuple[str, Callable[[Document], None]]] = []
 
@@ -102,7 +107,7 @@ class Index:
 
     def pool(self, name: str) -> Pool:
         if name not in self._pools:
-            self._pools[name] = get_pool(name, self.store)
+            self._pools[name] = get_pool(name, self.store, self.models)
         return self._pools[name]
 
     def documents(self) -> list[Document]:
@@ -243,10 +248,14 @@ class Index:
 
     # -- search ----------------------------------------------------------------------------------------
     def search(
-        self, query: str, *, pool: str = "rrf", doc: str | Sequence[str] | None = None, k: int = 20
+        self, query: str | Query, *, pool: str = "rrf", doc: str | Sequence[str] | None = None, k: int = 20
     ) -> list[Hit]:
-        """Top-k pages for ``query`` from ``pool``, within ``doc`` (id/file name, or several) if given."""
-        if not query.strip():
+        """Top-k pages for ``query`` from ``pool``, within ``doc`` (id/file name, or several) if given.
+
+        Pass a :class:`~trident_local.query.Query` to keep what the pool learnt (its embedding, the
+        xkg route) for the stages after it."""
+        query = Query.of(query)
+        if not query.text.strip():
             raise TridentError("the question is empty")
         if not self.store.doc_ids():
             raise TridentError(f"{self.store.root} holds no documents yet; add some with `trident index`")

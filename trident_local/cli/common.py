@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +147,8 @@ def load_benchmark(store, dataset: Path):
         err_console.print(f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
                           f"{len(rep.missing_docs)} document(s) not in the index")
     return rep
+
+
+def registry_choice(name: str, names: list[str]) -> type[Enum]:
+    """An option type whose choices are a registry's names (typer checks them and lists them in --help)."""
+    return Enum(name, {n: n for n in names}, type=str)  # type: ignore[return-value]

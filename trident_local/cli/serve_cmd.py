@@ -28,11 +28,12 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     ) -> None:
         """Serve /v1/chat/completions and /v1/models for a chat profile (stdlib HTTP server)."""
         from trident_local.models.openai_server import ChatServer
-        from trident_local.models.profiles import build_model, load_profile
+        from trident_local.models.profiles import load_profile
+        from trident_local.models.runtime import Models
 
         overrides = {"backend": backend} if backend else {}
         p = load_profile(profile)
-        model = build_model("chat", p, allow_download=allow_download, **overrides)
+        model = Models(options={"chat": {"allow_download": allow_download, **overrides}}).get("chat", p)
         server = ChatServer(
             model,
             host,

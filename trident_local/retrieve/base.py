@@ -11,6 +11,8 @@ from trident_local.errors import TridentError
 
 if TYPE_CHECKING:
     from trident_local.docs.model import Document
+    from trident_local.models.runtime import Models
+    from trident_local.query import Query
     from trident_local.store.index_store import IndexStore
 
 
@@ -34,7 +36,8 @@ class Pool(Protocol):
     ``prepare(doc)`` computes per-document features into the index (idempotent,
     resumable per document); ``build()`` (re)builds the global structure from the
     prepared documents; ``retrieve`` returns the top-k pages of the given
-    documents (all when ``doc_ids`` is None), best first.
+    documents (all when ``doc_ids`` is None), best first. A pool is constructed as
+    ``Pool(store, models)`` and takes the models it needs from the runtime.
     """
 
     name: ClassVar[str]
@@ -46,7 +49,9 @@ class Pool(Protocol):
 
     def is_stale(self) -> bool: ...
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]: ...
+    def retrieve(
+        self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None
+    ) -> list[Hit]: ...
 
 
 _POOLS: dict[str, str] = {
@@ -66,8 +71,9 @@ def register_pool(name: str, target: str) -> None:
     _POOLS[name] = target
 
 
-def get_pool(name: str, store: IndexStore) -> Pool:
-    """The pool ``name`` bound to ``store``."""
+def get_pool(name: str, store: IndexStore, models: Models | None = None) -> Pool:
+    """The pool ``name`` bound to ``store``, taking its models from ``models`` (the index's runtime;
+    a private one over the store's config when None)."""
     if name not in _POOLS:
         raise TridentError(f"unknown pool {name!r}; pools: {', '.join(_POOLS)}")
     module, attr = _POOLS[name].split(":")
@@ -75,7 +81,11 @@ def get_pool(name: str, store: IndexStore) -> Pool:
         cls = getattr(importlib.import_module(module), attr)
     except ModuleNotFoundError as e:
         raise TridentError(f"pool {name!r} is not available: {e}") from e
-    return cls(store)
+    if models is None:
+        from trident_local.models.runtime import Models
+
+        models = Models(store.config)
+    return cls(store, models)
 
 
 def top_k(hits: list[Hit], k: int) -> list[Hit]:

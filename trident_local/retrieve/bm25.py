@@ -8,6 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from trident_local.docs.model import Document, Page
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.store.atomic import atomic_write_json, read_json
 from trident_local.store.index_store import IndexStore
@@ -29,7 +30,7 @@ class BM25Pool:
     name: ClassVar[str] = "bm25"
     needs_prepare: ClassVar[bool] = False
 
-    def __init__(self, store: IndexStore):
+    def __init__(self, store: IndexStore, models=None):  # no model: lexical only
         self.store = store
         self.dir = store.pool_dir(self.name)
         self._retriever = None
@@ -97,8 +98,8 @@ class BM25Pool:
             return np.zeros(len(self._rows), dtype=np.float32)
         return np.asarray(self._retriever.get_scores(terms), dtype=np.float32)
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
-        s = self.scores(query)
+    def retrieve(self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+        s = self.scores(Query.of(query).text)
         rows = (np.concatenate([self._doc_rows.get(d, np.empty(0, int)) for d in doc_ids])
                 if doc_ids is not None else np.arange(len(self._rows)))
         if rows.size == 0:

@@ -13,6 +13,8 @@ from typing import ClassVar
 import numpy as np
 
 from trident_local.docs.model import Document
+from trident_local.models.runtime import Models
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.bm25 import page_passage
 from trident_local.retrieve.chunking import windows
@@ -25,10 +27,10 @@ class DensePool:
     name: ClassVar[str] = "dense"
     needs_prepare: ClassVar[bool] = True
 
-    def __init__(self, store: IndexStore, embedder=None):
+    def __init__(self, store: IndexStore, models: Models | None = None):
         self.store = store
         self.dir = store.pool_dir(self.name)
-        self._embedder = embedder
+        self.models = models if models is not None else Models(store.config)
         self._index = None
         self._vecs: np.ndarray | None = None
         self._row_doc: np.ndarray | None = None
@@ -38,11 +40,7 @@ class DensePool:
 
     @property
     def embedder(self):
-        if self._embedder is None:
-            from trident_local.models.profiles import build_model
-
-            self._embedder = build_model("embedder", self.store.config.embedder)
-        return self._embedder
+        return self.models.embedder
 
     # -- per document ----------------------------------------------------------------------------
     def _files(self, doc_id: str):
@@ -123,9 +121,9 @@ class DensePool:
                 best[key] = s
         return top_k([Hit(d, p, float(s), self.name) for (d, p), s in best.items()], k)
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+    def retrieve(self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
         self._load()
-        q = self.embedder.encode([query], kind="query").astype(np.float32)
+        q = Query.of(query).vector(self.embedder).astype(np.float32)[None, :]
         if doc_ids is not None:  # exact scoring over the documents' windows
             rows = np.concatenate([np.arange(self._doc_slices[d].start, self._doc_slices[d].stop)
                                    for d in doc_ids if d in self._doc_slices] or [np.zeros(0, int)])

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from trident_local.docs.model import Document
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, get_pool, top_k
 from trident_local.store.index_store import IndexStore
 
@@ -27,9 +28,9 @@ class RRFPool:
     needs_prepare: ClassVar[bool] = False
     members: ClassVar[tuple[str, ...]] = ("bm25", "dense")
 
-    def __init__(self, store: IndexStore):
+    def __init__(self, store: IndexStore, models=None):
         self.store = store
-        self.pools = [get_pool(m, store) for m in self.members]
+        self.pools = [get_pool(m, store, models) for m in self.members]
 
     def prepare(self, doc: Document) -> None:
         return None
@@ -42,6 +43,7 @@ class RRFPool:
             if p.is_stale():
                 p.build()
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+    def retrieve(self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
         depth = max(FUSE_DEPTH, k)
-        return rrf_fuse([p.retrieve(query, k=depth, doc_ids=doc_ids) for p in self.pools])[:k]
+        q = Query.of(query)  # one Query for every member: embedded once
+        return rrf_fuse([p.retrieve(q, k=depth, doc_ids=doc_ids) for p in self.pools])[:k]

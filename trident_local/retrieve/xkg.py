@@ -24,6 +24,8 @@ from trident_local.annotate.concept_match import match_concepts
 from trident_local.annotate.records import CONCEPT_KINDS
 from trident_local.docs.model import Document
 from trident_local.errors import TridentError
+from trident_local.models.runtime import Models
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.router import Route, route
 from trident_local.store.index_store import IndexStore
@@ -34,29 +36,18 @@ class XKGPool:
     name: ClassVar[str] = "xkg"
     needs_prepare: ClassVar[bool] = False  # the annotation stage writes everything it reads
 
-    def __init__(self, store: IndexStore, *, embedder=None, chat=None, use_chat: bool = True):
+    def __init__(self, store: IndexStore, models: Models | None = None):
         self.store = store
-        self._embedder = embedder
-        self._chat = chat
-        self._use_chat = use_chat
-        self.last_route: Route | None = None
+        self.models = models if models is not None else Models(store.config)
 
     @property
     def embedder(self):
-        if self._embedder is None:
-            from trident_local.models.profiles import build_model
-
-            self._embedder = build_model("embedder", self.store.config.embedder)
-        return self._embedder
+        return self.models.embedder
 
     @property
     def chat(self):
-        if self._chat is None and self._use_chat:
-            from trident_local.models.profiles import build_model
-
-            self._chat = build_model("chat", self.store.config.chat)
-            self._use_chat = self._chat is not None
-        return self._chat
+        """The runtime's chat model (the router's); None under the "none" profile: rule routes."""
+        return self.models.chat
 
     def prepare(self, doc: Document) -> None:
         return None
@@ -80,8 +71,8 @@ class XKGPool:
         )
         self.store.save_manifest()
 
-    def score_pages(self, question: str, doc_ids: Sequence[str], r: Route) -> list[Hit]:
-        qvec = self.embedder.encode([question], kind="query")[0]
+    def score_pages(self, query: Query | str, doc_ids: Sequence[str], r: Route) -> list[Hit]:
+        qvec = Query.of(query).vector(self.embedder)
         axes: dict[str, list[np.ndarray]] = {k: [] for k in CONCEPT_KINDS}
         for d in doc_ids:
             m = match_concepts(load(self.store, d), qvec, r.entities)
@@ -102,7 +93,9 @@ class XKGPool:
         ]
         return hits
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+    def retrieve(self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+        """Routes the query once (stored on ``query.route``), then scores the pages' concepts."""
+        q = Query.of(query)
         targets = list(doc_ids) if doc_ids is not None else self._annotated()
         missing = [d for d in targets if not has_annotation(self.store, d)]
         if missing:
@@ -115,7 +108,8 @@ class XKGPool:
                 f"the xkg pool needs annotated documents; {name} is not annotated: "
                 f"run `trident annotate --index {self.store.root}`"
             )
-        self.last_route = route(query, self.chat, self.store.config.chat)
+        if q.route is None:
+            q.route = route(q.text, self.chat)
         if not targets:
             return []
-        return top_k(self.score_pages(query, targets, self.last_route), k)
+        return top_k(self.score_pages(q, targets, q.route), k)
