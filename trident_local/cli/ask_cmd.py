@@ -41,6 +41,9 @@ def ask(
     k_max: int = typer.Option(
         None, "--k-max", min=1, help="Most pages to cite (default: the index's k_max)."
     ),
+    verify: bool = typer.Option(
+        False, "--verify", help="Judge the answer against each cited page (the chat model, or the no-model scorer)."
+    ),
     json_out: str = json_option("the full result"),
 ) -> None:
     """Retrieve a candidate pool, rerank it over annotated records, and answer with cited pages."""
@@ -51,7 +54,9 @@ def ask(
     idx = Index.open(index_dir)
     if profile is not None:  # this run's chat model, for every stage (pool route, rerank, answer)
         idx.models.use_profile("chat", profile)
-    options = AskOptions(pool=pool.value, rerank=rerank.value, fields=fields.value, answer=answer.value, k_max=k_max)
+    options = AskOptions(
+        pool=pool.value, rerank=rerank.value, fields=fields.value, answer=answer.value, k_max=k_max, verify=verify
+    )
     res = run_ask(idx, question, options, doc=doc or None)
     write_json(json_out, res.to_dict())
     a = res.answer
@@ -88,6 +93,9 @@ def ask(
         console.print(
             f"[yellow]rerank fell back to the pool order:[/yellow] {res.rerank.get('fallback_reason')}"
         )
+    for v in res.verification or []:
+        fix = f" -> page {v['new_page']}" if v.get("new_page") else ""
+        console.print(f"[dim]verify page {v['cited_page']}: {v['verdict']} ({v['action']}{fix})[/dim]", highlight=False)
     if res.route:
         console.print(
             f"[dim]xkg route: {res.route['query_class']} {res.route['entities']} "
