@@ -246,3 +246,14 @@ def test_ask_options_check_names_without_cli_flags() -> None:
         with pytest.raises(TridentError, match=match) as e:
             AskOptions(**bad)
         assert "--" not in str(e.value)
+
+
+def test_dataset_adapters_registry(tmp_path: Path) -> None:
+    from trident_local.evaluate.datasets import adapter_names, load_records
+
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps([{"doc_id": HELIOS, "question": "q?", "answer": "1", "evidence_pages": "[2]"}]))
+    assert "mmlongbench" in adapter_names()
+    assert [(r.doc_name, r.evidence_pages) for r in load_records(path)] == [(HELIOS, [2])]
+    with pytest.raises(TridentError, match="unknown dataset adapter 'squad'; adapters: mmlongbench"):
+        load_records(path, "squad")

@@ -136,11 +136,12 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def load_benchmark(store, dataset: Path):
-    """MMLongBench-Doc records resolved against the index, with skipped ones reported on stderr."""
-    from trident_local.evaluate.mmlongbench import load_samples, resolve_records
+def load_benchmark(store, dataset: Path, adapter: str = "mmlongbench"):
+    """Dataset records (read by ``adapter``) resolved against the index, skipped ones reported on stderr."""
+    from trident_local.evaluate.datasets import load_records
+    from trident_local.evaluate.mmlongbench import resolve_records
 
-    rep = resolve_records(load_samples(dataset), store)
+    rep = resolve_records(load_records(dataset, adapter), store)
     for qid, doc, pages, n in rep.bad_pages:
         err_console.print(f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages")
     if rep.missing_docs:

@@ -14,14 +14,19 @@ from trident_local.cli.common import (
     err_console,
     json_option,
     load_benchmark,
+    registry_choice,
     write_json,
 )
+from trident_local.evaluate.datasets import adapter_names
+
+DatasetAdapter = registry_choice("DatasetAdapter", adapter_names())
 
 
 @cli_command
 def qa(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index holding the dataset's documents."),
     dataset: Path = typer.Option(..., help="MMLongBench-Doc samples JSON (doc_id = PDF file name)."),
+    adapter: DatasetAdapter = typer.Option("mmlongbench", help="Dataset adapter that reads --dataset."),
     pool: str = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg"),
     rerank: str = typer.Option("annotated", help="none | annotated"),
     fields: str = typer.Option("full", help="Record fields for rerank (see `trident ask --help`)."),
@@ -39,7 +44,7 @@ def qa(
 
     idx = Index.open(index_dir)
     options = AskOptions(pool=pool, rerank=rerank, fields=fields, answer=answer)
-    rep = load_benchmark(idx.store, dataset)
+    rep = load_benchmark(idx.store, dataset, adapter.value)
     records = rep.records[:limit] if limit else rep.records
     if profile is not None:
         idx.models.use_profile("chat", profile)

@@ -14,14 +14,19 @@ from trident_local.cli.common import (
     human_console,
     json_option,
     load_benchmark,
+    registry_choice,
     write_json,
 )
+from trident_local.evaluate.datasets import adapter_names
+
+DatasetAdapter = registry_choice("DatasetAdapter", adapter_names())
 
 
 @cli_command
 def retrieval(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index holding the dataset's documents."),
     dataset: Path = typer.Option(..., help="MMLongBench-Doc samples JSON (doc_id = PDF file name)."),
+    adapter: DatasetAdapter = typer.Option("mmlongbench", help="Dataset adapter that reads --dataset."),
     pool: str = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg"),
     k: int = typer.Option(5, min=1, help="K for Recall/Precision/F1/nDCG@K."),
     pool_depth: int = typer.Option(20, min=1, help="M: candidate pool size (Recall@M)."),
@@ -40,7 +45,7 @@ def retrieval(
     from trident_local.store.atomic import atomic_write_text
 
     idx = Index.open(index_dir)
-    rep = load_benchmark(idx.store, dataset)
+    rep = load_benchmark(idx.store, dataset, adapter.value)
     records = [r for r in rep.records if r.answerable and r.evidence_pages]
     if limit:
         records = records[:limit]
