@@ -99,7 +99,7 @@ def test_one_chat_model_across_pool_rerank_answer_and_verify(index_dir: Path, co
 
 def test_cli_ask_xkg_builds_one_engine(index_dir: Path, counting_profile: str) -> None:
     res = CliRunner().invoke(
-        app, ["ask", QUESTION, "--index", str(index_dir), "--pool", "xkg", "--profile", counting_profile, "--json"]
+        app, ["ask", QUESTION, "--index", str(index_dir), "--pool", "xkg", "--profile", counting_profile, "--json", "-"]
     )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
