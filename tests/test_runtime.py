@@ -223,12 +223,17 @@ def test_registries_resolve_and_list_names() -> None:
         get_answer_strategy("poem")
 
 
-def test_register_a_reranker_by_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_register_a_reranker_by_one_line() -> None:
     from trident_local.rerank import base
+    from trident_local.rerank.pool_order import PoolOrder
 
-    monkeypatch.setattr(base, "_RERANKERS", dict(base._RERANKERS))
     register_reranker("pool-top", "trident_local.rerank.pool_order:PoolOrder")
-    assert "pool-top" in reranker_names() and AskOptions(rerank="pool-top").rerank == "pool-top"
+    try:
+        assert "pool-top" in reranker_names() and AskOptions(rerank="pool-top").rerank == "pool-top"
+        assert isinstance(get_reranker("pool-top"), PoolOrder)
+    finally:
+        base._REGISTRY.unregister("pool-top")
+    assert "pool-top" not in reranker_names()
 
 
 def test_ask_options_check_names_without_cli_flags() -> None:

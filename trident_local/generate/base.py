@@ -4,16 +4,15 @@ A strategy answers from the selected pages (best first) and cites them. One
 that needs a chat model names the no-model strategy that stands in for it when
 the run has none (``no_model``), so callers never branch on ``chat is None``.
 Adding a strategy: one module with a class implementing :class:`AnswerStrategy`,
-and one line in ``_STRATEGIES``.
+and one line in ``_REGISTRY`` below.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from trident_local.errors import TridentError
+from trident_local.lazy_registry import LazyRegistry
 
 if TYPE_CHECKING:
     from trident_local.generate.records import Answer
@@ -42,31 +41,23 @@ class AnswerStrategy(Protocol):
     ) -> Answer: ...
 
 
-_STRATEGIES: dict[str, str] = {
+_REGISTRY = LazyRegistry("answer strategy", "answer strategies", {
     "plain": "trident_local.generate.model_answer:PlainAnswer",
     "lenses": "trident_local.generate.model_answer:LensesAnswer",
     "auto": "trident_local.generate.model_answer:AutoAnswer",
     "extractive": "trident_local.generate.extractive:ExtractiveAnswer",
-}
+})
 
 
 def answer_names() -> list[str]:
-    return list(_STRATEGIES)
+    return _REGISTRY.names()
 
 
 def register_answer(name: str, target: str) -> None:
-    """Add an answer strategy as a lazy "module:attr" target."""
-    _STRATEGIES[name] = target
+    """Add a answer strategy as a lazy "module:attr" target."""
+    _REGISTRY.register(name, target)
 
 
 def get_answer_strategy(name: str, chat: ChatModel | None = None) -> AnswerStrategy:
-    """The strategy ``name``, or its no-model stand-in when it needs a model and ``chat`` is None."""
-    if name not in _STRATEGIES:
-        raise TridentError(f"unknown answer strategy {name!r}; answer strategies: {', '.join(_STRATEGIES)}")
-    module, attr = _STRATEGIES[name].split(":")
-    cls = getattr(importlib.import_module(module), attr)
-    if cls.needs_model and chat is None:
-        if cls.no_model is None:
-            raise TridentError(f"the {name!r} answer strategy needs a chat model and has no no-model strategy")
-        return get_answer_strategy(cls.no_model, chat)
-    return cls()
+    """The answer strategy ``name``, or its no-model stand-in when it needs a model and ``chat`` is None."""
+    return _REGISTRY.build(name, chat)

@@ -4,16 +4,15 @@ A reranker turns a candidate pool (best first) into at most ``k_max`` pages. One
 that needs a chat model names the no-model reranker that stands in for it when
 the run has none (``no_model``), so callers never branch on ``chat is None``.
 Adding a reranker: one module with a class implementing :class:`Reranker`, and
-one line in ``_RERANKERS``.
+one line in ``_REGISTRY`` below.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from trident_local.errors import TridentError
+from trident_local.lazy_registry import LazyRegistry
 
 if TYPE_CHECKING:
     from trident_local.index import Index
@@ -42,30 +41,22 @@ class Reranker(Protocol):
     ) -> RerankResult: ...
 
 
-_RERANKERS: dict[str, str] = {
+_REGISTRY = LazyRegistry("reranker", "rerankers", {
     "none": "trident_local.rerank.pool_order:PoolOrder",
     "annotated": "trident_local.rerank.model_rerank:ModelReranker",
     "fused": "trident_local.rerank.fused:FusedReranker",
-}
+})
 
 
 def reranker_names() -> list[str]:
-    return list(_RERANKERS)
+    return _REGISTRY.names()
 
 
 def register_reranker(name: str, target: str) -> None:
     """Add a reranker as a lazy "module:attr" target."""
-    _RERANKERS[name] = target
+    _REGISTRY.register(name, target)
 
 
 def get_reranker(name: str, chat: ChatModel | None = None) -> Reranker:
     """The reranker ``name``, or its no-model stand-in when it needs a model and ``chat`` is None."""
-    if name not in _RERANKERS:
-        raise TridentError(f"unknown reranker {name!r}; rerankers: {', '.join(_RERANKERS)}")
-    module, attr = _RERANKERS[name].split(":")
-    cls = getattr(importlib.import_module(module), attr)
-    if cls.needs_model and chat is None:
-        if cls.no_model is None:
-            raise TridentError(f"the {name!r} reranker needs a chat model and has no no-model strategy")
-        return get_reranker(cls.no_model, chat)
-    return cls()
+    return _REGISTRY.build(name, chat)
