@@ -69,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from trident_local.evaluate.mmlongbench import load_samples, resolve_records
     from trident_local.evaluate.retrieval_metrics import mean_metrics, page_metrics, recall_at
+    from trident_local.generate.ask import AskOptions
     from trident_local.index import Index
-    from trident_local.models.profiles import build_model
+    from trident_local.query import Query
     from trident_local.rerank import FIELD_SETS, rerank_pool
 
     index = Index.open(args.index)
@@ -79,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     answerable = [r for r in records if r.answerable and r.evidence_pages]
     pools, notes = available_pools(index, [p.strip() for p in args.pools.split(",") if p.strip()])
     ablation_pools = [p for p in args.ablation_pools.split(",") if p in pools]
-    chat = build_model("chat", args.profile)
-    embedder = build_model("embedder", index.config.embedder)
+    index.models.use_profile("chat", args.profile)
+    chat = index.models.chat
     k = args.k
     print(
         f"{len(records)} questions ({len(answerable)} answerable with gold pages); "
@@ -98,27 +99,17 @@ def main(argv: list[str] | None = None) -> int:
         t_pool = time.perf_counter()
         for i, r in enumerate(answerable):
             t0 = time.perf_counter()
-            hits = index.pool(pool).retrieve(r.question, k=args.pool_depth, doc_ids=[r.doc_id])
+            q = Query(r.question)  # embedded once for the pool and every rerank setting
+            hits = index.pool(pool).retrieve(q, k=args.pool_depth, doc_ids=[r.doc_id])
             secs["retrieve"] += time.perf_counter() - t0
             gold = set(r.evidence_pages)
             pool_pages = [h.page for h in hits]
-            qvec = embedder.encode([r.question], kind="query")[0]
             for c in configs:
                 t1 = time.perf_counter()
                 if c == "raw":
                     ranked = pool_pages[:k]
                 else:
-                    res = rerank_pool(
-                        index,
-                        r.question,
-                        hits,
-                        fields=c,
-                        chat=chat,
-                        chat_name=args.profile,
-                        k_max=k,
-                        embedder=embedder,
-                        qvec=qvec,
-                    )
+                    res = rerank_pool(index, q, hits, fields=c, chat=chat, k_max=k)
                     ranked = [h.page for h in res.hits]
                     fallbacks[c] += int(res.fallback)
                     secs[c] += time.perf_counter() - t1
@@ -182,16 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 
         for rerank in ("none", "annotated"):
             t0 = time.perf_counter()
-            rep = run_qa(
-                index,
-                records,
-                pool=args.qa_pool,
-                rerank=rerank,
-                answer="auto",
-                chat=chat,
-                chat_name=args.profile,
-                embedder=embedder,
-            )
+            rep = run_qa(index, records, AskOptions(pool=args.qa_pool, rerank=rerank, answer="auto"))
             qa[rerank] = {**rep.summary, "seconds": time.perf_counter() - t0}
         mode = "extractive (no model)" if chat is None else f"auto, {args.profile}"
         print(f"\nQA ({mode}), {args.qa_pool} pool, {len(records)} questions incl. unanswerable")

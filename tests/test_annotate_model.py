@@ -65,8 +65,9 @@ def good_reply(req: ChatRequest) -> str | None:
 
 def make_index(path: Path, chat, profile: str = "scripted") -> Index:
     ix = Index.create(path)
+    ix.models.provide("chat", chat, profile)  # inject the model under test into the index's runtime
     stage = annotation_stage(ix, profile)
-    stage[1]._models = (build_model("embedder", "minilm"), chat)  # inject the model under test
+    assert stage[1].models()[1] is chat
     ix.doc_stages.append(stage)
     ix.add([SAMPLES / "helios_annual_report_2023.pdf"], workers=1)
     return ix

@@ -210,6 +210,7 @@ def test_ask_with_a_tiny_model_profile(
     from tiny_models import tiny_chat_profile
 
     from trident_local.generate import model_answer
+    from trident_local.models.profiles import load_profile
     from trident_local.rerank import model_rerank
 
     monkeypatch.setattr(model_answer, "MAX_TOKENS", 8)
@@ -238,8 +239,9 @@ def test_ask_with_a_tiny_model_profile(
     )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    assert data["rerank"]["mode"] == f"model:{profile}" and data["rerank"]["fallback"] is True
-    assert data["answer"]["mode"] == f"plain:{profile}" and len(data["answer"]["citations"]) == 1
+    name = load_profile(profile).name  # modes name the chat model, not the path it was given by
+    assert data["rerank"]["mode"] == f"model:{name}" and data["rerank"]["fallback"] is True
+    assert data["answer"]["mode"] == f"plain:{name}" and len(data["answer"]["citations"]) == 1
 
 
 def test_eval_qa_with_a_tiny_model_profile(

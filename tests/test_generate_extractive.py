@@ -24,7 +24,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
 
 def ask(index: Index, q: str, pages: list[int]):
     d = index.store.doc_ids()[0]
-    return answer_question(index.store, q, [Hit(d, p, 1.0, "x") for p in pages])
+    return answer_question(index, q, [Hit(d, p, 1.0, "x") for p in pages])
 
 
 @pytest.mark.parametrize(

@@ -108,7 +108,8 @@ def test_lenses_one_batch_then_synthesis(index: Index) -> None:
         )
     )
     q = "Why did revenue in the Coastal region change, and by how much?"
-    a = answer_question(index.store, q, hits_of(index, [2, 1]), mode="auto", chat=chat, chat_name="s")
+    chat.name = "s"  # the mode names the chat model
+    a = answer_question(index, q, hits_of(index, [2, 1]), mode="auto", chat=chat)
     assert [len(b) for b in chat.batches] == [3, 1]  # three lens calls in ONE batch, then synthesis
     assert [r.tag for r in chat.batches[0]] == [
         "answer-lens:topical",
@@ -131,7 +132,7 @@ def test_all_lenses_not_answerable_skips_synthesis(index: Index) -> None:
         )
     )
     a = answer_question(
-        index.store, "Explain the CEO's hobbies", hits_of(index, [1]), mode="lenses", chat=chat
+        index, "Explain the CEO's hobbies", hits_of(index, [1]), mode="lenses", chat=chat
     )
     assert a.text == NOT_ANSWERABLE and len(chat.batches) == 1
 
@@ -144,7 +145,7 @@ def test_synthesis_cannot_say_not_answerable_alone(index: Index) -> None:
         )
     )
     a = answer_question(
-        index.store,
+        index,
         "How many megawatts of solar were connected, and where?",
         hits_of(index, [1]),
         mode="lenses",
@@ -156,19 +157,19 @@ def test_synthesis_cannot_say_not_answerable_alone(index: Index) -> None:
         and a.errors == ["lens structural: model call failed: x"]
     )
     chat = ScriptedChat(lens_replies({"topical": "a", "entity": "412", "structural": "b"}, None))
-    a = answer_question(index.store, "What total capacity?", hits_of(index, [1]), mode="lenses", chat=chat)
+    a = answer_question(index, "What total capacity?", hits_of(index, [1]), mode="lenses", chat=chat)
     assert a.text == "412" and "synthesis unusable" in a.synthesis
 
 
 def test_plain_with_a_vlm_sends_page_images(index: Index) -> None:
     chat = ScriptedChat(lambda r: '{"answer": "95.2"}', supports_images=True)
+    chat.name = "vlm"
     a = answer_question(
-        index.store,
+        index,
         "How much revenue did Coastal make in 2023?",
         hits_of(index, [2]),
         mode="auto",
         chat=chat,
-        chat_name="vlm",
     )
     assert a.mode == "plain:vlm" and a.text == "95.2" and a.gate.startswith("auto: short-extractive")
     imgs = chat.batches[0][0].messages[1].images()
@@ -183,11 +184,9 @@ def test_tiny_models_plain_and_lenses(
     monkeypatch.setattr("trident_local.generate.pages.TEXT_CHARS_PER_PAGE", 400)
     chat = build_model("chat", tiny_chat_profile(tmp_path, kind))
     hits = hits_of(index, [2])
-    plain = answer_question(index.store, "How many regions?", hits, mode="plain", chat=chat, chat_name=kind)
+    plain = answer_question(index, "How many regions?", hits, mode="plain", chat=chat)
     assert (
-        plain.mode == f"plain:{kind}" and plain.text
+        plain.mode == f"plain:{chat.name}" and plain.text
     )  # garbage, but an answer (or "Not answerable" + error)
-    lens = answer_question(
-        index.store, "Why did revenue grow?", hits, mode="lenses", chat=chat, chat_name=kind
-    )
+    lens = answer_question(index, "Why did revenue grow?", hits, mode="lenses", chat=chat)
     assert set(lens.lenses) == {"topical", "entity", "structural"} and lens.text and lens.synthesis

@@ -87,7 +87,7 @@ def test_rerank_pool_with_a_model(index: Index) -> None:
     q = "What was the revenue of the Coastal region in 2023?"
     hits = index.search(q, pool="bm25", doc="helios_annual_report_2023.pdf", k=20)
     chat = ScriptedChat(json.dumps({"thinking": "Table 1", "page_list": ["p2", "p9", "p2"]}))
-    res = rerank_pool(index, q, hits, chat=chat, chat_name="scripted", fields="caption-only")
+    res = rerank_pool(index, q, hits, chat=chat, fields="caption-only")
     assert [h.page for h in res.hits] == [2] and res.mode == "model:scripted"
     assert res.dropped_ids == ["p9"] and res.duplicates == 1 and not res.fallback
     req = chat.requests[0]
@@ -113,5 +113,5 @@ def test_tiny_model_rerank_garbage_is_counted(
     chat = build_model("chat", tiny_chat_profile(tmp_path, "llama"))
     q = "What was the revenue of the Coastal region?"
     hits = index.search(q, pool="bm25", doc="helios_annual_report_2023.pdf", k=3)
-    res = rerank_pool(index, q, hits, chat=chat, chat_name="tiny", fields="caption-only", k_max=2)
+    res = rerank_pool(index, q, hits, chat=chat, fields="caption-only", k_max=2)
     assert res.fallback and len(res.hits) == 2 and res.stats()["fallback"] is True

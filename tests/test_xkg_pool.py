@@ -15,6 +15,7 @@ from trident_local.errors import ModelOutputError, TridentError
 from trident_local.index import Index
 from trident_local.models.profiles import build_model
 from trident_local.models.protocols import ChatRequest, ChatResult
+from trident_local.query import Query
 from trident_local.retrieve.router import ALPHA, parse_route, route, rule_route
 from trident_local.retrieve.xkg import XKGPool
 
@@ -63,14 +64,14 @@ def test_rule_route_entities() -> None:
 
 
 def test_model_route_and_fallbacks(tmp_path: Path) -> None:
-    r = route("q?", ScriptedChat('{"query_class": "structural", "entities": ["Table 2", 7, " "]}'), "m")
-    assert (r.query_class, r.entities, r.source) == ("structural", ["Table 2"], "model:m")
+    r = route("q?", ScriptedChat('{"query_class": "structural", "entities": ["Table 2", 7, " "]}'))
+    assert (r.query_class, r.entities, r.source) == ("structural", ["Table 2"], "model:scripted")
     r = route("What about 2023?", ScriptedChat('{"query_class": "geographic", "entities": []}'))
     assert r.source == "no-model:cue-rules" and "unusable" in r.error and r.entities == ["2023"]
     with pytest.raises(ModelOutputError):
         parse_route("nothing")
     tiny = build_model("chat", tiny_chat_profile(tmp_path, "llama"))
-    r = route("What was the revenue in 2023?", tiny, "tiny")  # garbage -> rules
+    r = route("What was the revenue in 2023?", tiny)  # garbage -> rules
     assert r.query_class in ALPHA and (r.source.startswith("model:") or r.error)
 
 
@@ -90,11 +91,12 @@ def test_concept_scores_and_axes(index: Index) -> None:
 
 
 def test_xkg_retrieve(index: Index) -> None:
-    hits = index.search("What was the revenue of the Coastal region in 2023?", pool="xkg", k=20)
+    q = Query("What was the revenue of the Coastal region in 2023?")
+    hits = index.search(q, pool="xkg", k=20)
     assert hits and hits[0].pool == "xkg" and all(h.score > 0 for h in hits)
     assert hits[0].page == 2 and index.store.document(hits[0].doc_id).file_name.startswith("helios")
     pool = index.pool("xkg")
-    assert pool.last_route.query_class == "entity-level"
+    assert q.route is not None and q.route.query_class == "entity-level"  # the pool routed the Query
     one = index.search("recall of the fused ranking", pool="xkg", doc="sparse_page_retrieval.pdf", k=2)
     assert len(one) <= 2 and {h.doc_id for h in one} == {index.resolve("sparse_page_retrieval.pdf")}
     pool.build()

@@ -2,6 +2,9 @@
 
     index = Index.open("idx")
     hits = index.search("What was the revenue in 2020?", pool="rrf", doc="report.pdf", k=5)
+
+The index owns the model runtime (``index.models``): every stage that runs on
+it takes its models from there, so each model is built once per process.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from trident_local.docs.model import Document
 from trident_local.docs.pdf_open import content_hash
 from trident_local.docs.workers import ParserProcesses
 from trident_local.errors import IngestError, TridentError
+from trident_local.models.runtime import Models
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, Pool, get_pool
 from trident_local.retrieve.stored import complete_stages
 from trident_local.store.index_store import IndexStore
@@ -70,15 +75,17 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
 class Index:
     """An index directory with its pools. Cheap to open; pools load on first use."""
 
-    def __init__(self, store: IndexStore):
+    def __init__(self, store: IndexStore, models: Models | None = None):
         self.store = store
+        self.models = models if models is not None else Models(store.config)
         self._pools: dict[str, Pool] = {}
         self.doc_stages: list[Stage] = []
         self._warned_incomplete = False
 
     @classmethod
-    def open(cls, root: str | Path) -> Index:
-        return cls(IndexStore.open(root))
+    def open(cls, root: str | Path, models: Models | None = None) -> Index:
+        """Open an index; ``models``: a runtime to share (e.g. one per served index), else a new one."""
+        return cls(IndexStore.open(root), models)
 
     @classmethod
     def create(cls, root: str | Path, config: Config | None = None) -> Index:
@@ -104,7 +111,7 @@ class Index:
 
     def pool(self, name: str) -> Pool:
         if name not in self._pools:
-            self._pools[name] = get_pool(name, self.store)
+            self._pools[name] = get_pool(name, self.store, self.models)
         return self._pools[name]
 
     def documents(self) -> list[Document]:
@@ -222,14 +229,17 @@ class Index:
 
     # -- search ----------------------------------------------------------------------------------------
     def search(
-        self, query: str, *, pool: str = "rrf", doc: str | Sequence[str] | None = None, k: int = 20
+        self, query: str | Query, *, pool: str = "rrf", doc: str | Sequence[str] | None = None, k: int = 20
     ) -> list[Hit]:
         """Top-k pages for ``query`` from ``pool``, within ``doc`` (id/file name, or several) if given.
 
         Reads only: never writes the index. Documents a killed run left unfinished
-        are not searched (a warning names them; asking for one is an error).
+        are not searched (a warning names them; asking for one is an error). Pass a
+        :class:`~trident_local.query.Query` to keep what the pool learnt (its embedding, the
+        xkg route) for the stages after it.
         """
-        if not query.strip():
+        query = Query.of(query)
+        if not query.text.strip():
             raise TridentError("the question is empty")
         doc_ids = None if doc is None else [self.resolve(d) for d in ([doc] if isinstance(doc, str) else doc)]
         self._check_searchable(doc_ids)

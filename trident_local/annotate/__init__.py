@@ -31,21 +31,15 @@ __all__ = [
 
 
 class _Annotator:
-    """The per-document stage: builds its models on first use, then annotates and saves one document."""
+    """The per-document stage: takes its models from the index's runtime, then annotates and saves one document."""
 
     def __init__(self, index: Index, profile: str | None = None):
         self.index = index
-        self.profile = profile if profile is not None else index.config.chat
-        self._models = None
+        self.profile = profile if profile is not None else index.models.profile_name("chat")
 
     def models(self):
-        if self._models is None:
-            from trident_local.models.profiles import build_model
-
-            embedder = build_model("embedder", self.index.config.embedder)
-            chat = build_model("chat", self.profile)
-            self._models = (embedder, chat)
-        return self._models
+        """(embedder, chat model or None), built by the runtime on first use."""
+        return self.index.models.embedder, self.index.models.get("chat", self.profile)
 
     def __call__(self, doc: Document) -> None:
         from trident_local.annotate import cache

@@ -7,7 +7,16 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, console, json_option, write_json
+from trident_local.cli.common import cli_command, console, json_option, registry_choice, write_json
+from trident_local.generate.base import answer_names
+from trident_local.rerank.base import reranker_names
+from trident_local.rerank.fields import FIELD_SETS
+from trident_local.retrieve.base import pool_names
+
+PoolName = registry_choice("PoolName", pool_names())
+RerankerName = registry_choice("RerankerName", reranker_names())
+FieldSet = registry_choice("FieldSet", list(FIELD_SETS))
+AnswerName = registry_choice("AnswerName", answer_names())
 
 
 @cli_command
@@ -17,42 +26,38 @@ def ask(
     doc: list[str] = typer.Option(
         None, "--doc", "-d", help="Restrict to these documents (id, file name or stem)."
     ),
-    pool: str = typer.Option("rrf", help="Candidate pool: bm25 | dense | rrf | colpali | xkg."),
-    rerank: str = typer.Option("annotated", help="none (pool top-K) | annotated (records + adaptive K)."),
-    fields: str = typer.Option(
-        "full",
-        help="Record fields for rerank: full | caption-only | drop-caption | "
-        "drop-concepts | drop-entities | snippet-only.",
+    pool: PoolName = typer.Option("rrf", help="Candidate pool."),
+    rerank: RerankerName = typer.Option(
+        "annotated",
+        help="none (pool top-K) | annotated (records + adaptive K; the fused match without a model) | fused.",
     ),
-    answer: str = typer.Option("auto", help="plain | lenses | auto (format gate)."),
+    fields: FieldSet = typer.Option("full", help="Record fields for rerank."),
+    answer: AnswerName = typer.Option(
+        "auto", help="Answer strategy (auto = format gate; without a model every strategy is extractive)."
+    ),
     profile: str = typer.Option(
         None, help="Chat/VLM profile (default: the index's; 'none' = no-model, extractive answers)."
     ),
     k_max: int = typer.Option(
         None, "--k-max", min=1, help="Most pages to cite (default: the index's k_max)."
     ),
+    verify: bool = typer.Option(
+        False, "--verify", help="Judge the answer against each cited page (the chat model, or the no-model scorer)."
+    ),
     json_out: str = json_option("the full result"),
 ) -> None:
     """Retrieve a candidate pool, rerank it over annotated records, and answer with cited pages."""
+    from trident_local.generate.ask import AskOptions
     from trident_local.generate.ask import ask as run_ask
     from trident_local.index import Index
-    from trident_local.models.profiles import build_model
 
     idx = Index.open(index_dir)
-    chat_name = profile if profile is not None else idx.config.chat
-    chat = build_model("chat", chat_name)
-    res = run_ask(
-        idx,
-        question,
-        doc=doc or None,
-        pool=pool,
-        rerank=rerank,
-        fields=fields,
-        answer=answer,
-        chat=chat,
-        chat_name=chat_name,
-        k_max=k_max,
+    if profile is not None:  # this run's chat model, for every stage (pool route, rerank, answer)
+        idx.models.use_profile("chat", profile)
+    options = AskOptions(
+        pool=pool.value, rerank=rerank.value, fields=fields.value, answer=answer.value, k_max=k_max, verify=verify
     )
+    res = run_ask(idx, question, options, doc=doc or None)
     write_json(json_out, res.to_dict())
     a = res.answer
     console.print(f"[bold]Answer[/bold] ({a.mode}): {a.text}", highlight=False)
@@ -88,6 +93,9 @@ def ask(
         console.print(
             f"[yellow]rerank fell back to the pool order:[/yellow] {res.rerank.get('fallback_reason')}"
         )
+    for v in res.verification or []:
+        fix = f" -> page {v['new_page']}" if v.get("new_page") else ""
+        console.print(f"[dim]verify page {v['cited_page']}: {v['verdict']} ({v['action']}{fix})[/dim]", highlight=False)
     if res.route:
         console.print(
             f"[dim]xkg route: {res.route['query_class']} {res.route['entities']} "

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -135,14 +136,20 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def load_benchmark(store, dataset: Path):
-    """MMLongBench-Doc records resolved against the index, with skipped ones reported on stderr."""
-    from trident_local.evaluate.mmlongbench import load_samples, resolve_records
+def load_benchmark(store, dataset: Path, adapter: str = "mmlongbench"):
+    """Dataset records (read by ``adapter``) resolved against the index, skipped ones reported on stderr."""
+    from trident_local.evaluate.datasets import load_records
+    from trident_local.evaluate.mmlongbench import resolve_records
 
-    rep = resolve_records(load_samples(dataset), store)
+    rep = resolve_records(load_records(dataset, adapter), store)
     for qid, doc, pages, n in rep.bad_pages:
         err_console.print(f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages")
     if rep.missing_docs:
         err_console.print(f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
                           f"{len(rep.missing_docs)} document(s) not in the index")
     return rep
+
+
+def registry_choice(name: str, names: list[str]) -> type[Enum]:
+    """An option type whose choices are a registry's names (typer checks them and lists them in --help)."""
+    return Enum(name, {n: n for n in names}, type=str)  # type: ignore[return-value]

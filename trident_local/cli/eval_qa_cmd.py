@@ -14,14 +14,19 @@ from trident_local.cli.common import (
     err_console,
     json_option,
     load_benchmark,
+    registry_choice,
     write_json,
 )
+from trident_local.evaluate.datasets import adapter_names
+
+DatasetAdapter = registry_choice("DatasetAdapter", adapter_names())
 
 
 @cli_command
 def qa(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index holding the dataset's documents."),
     dataset: Path = typer.Option(..., help="MMLongBench-Doc samples JSON (doc_id = PDF file name)."),
+    adapter: DatasetAdapter = typer.Option("mmlongbench", help="Dataset adapter that reads --dataset."),
     pool: str = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg"),
     rerank: str = typer.Option("annotated", help="none | annotated"),
     fields: str = typer.Option("full", help="Record fields for rerank (see `trident ask --help`)."),
@@ -33,28 +38,21 @@ def qa(
 ) -> None:
     """Accuracy (mean score) and F1 over all questions, unanswerable ones included, with breakdowns."""
     from trident_local.evaluate.qa_run import run_qa
+    from trident_local.generate.ask import AskOptions
     from trident_local.index import Index
-    from trident_local.models.profiles import build_model
     from trident_local.store.atomic import atomic_write_text
 
     idx = Index.open(index_dir)
-    rep = load_benchmark(idx.store, dataset)
+    options = AskOptions(pool=pool, rerank=rerank, fields=fields, answer=answer)
+    rep = load_benchmark(idx.store, dataset, adapter.value)
     records = rep.records[:limit] if limit else rep.records
-    chat_name = profile if profile is not None else idx.config.chat
-    chat = build_model("chat", chat_name)
+    if profile is not None:
+        idx.models.use_profile("chat", profile)
+    chat_name = idx.models.profile_name("chat")
+    chat = idx.models.chat
     with Progress(console=err_console, transient=True) as progress:
         task = progress.add_task("qa", total=len(records))
-        report = run_qa(
-            idx,
-            records,
-            pool=pool,
-            rerank=rerank,
-            fields=fields,
-            answer=answer,
-            chat=chat,
-            chat_name=chat_name,
-            on_step=lambda: progress.advance(task),
-        )
+        report = run_qa(idx, records, options, on_step=lambda: progress.advance(task))
     s = report.summary
     table = Table(
         title=f"QA on {dataset.name}: {s['n']} questions ({pool}, rerank {rerank}, answer "

@@ -14,22 +14,27 @@ from trident_local.cli.common import (
     human_console,
     json_option,
     load_benchmark,
+    registry_choice,
     write_json,
 )
+from trident_local.evaluate.datasets import adapter_names
+
+DatasetAdapter = registry_choice("DatasetAdapter", adapter_names())
 
 
 @cli_command
 def retrieval(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index holding the dataset's documents."),
     dataset: Path = typer.Option(..., help="MMLongBench-Doc samples JSON (doc_id = PDF file name)."),
+    adapter: DatasetAdapter = typer.Option("mmlongbench", help="Dataset adapter that reads --dataset."),
     pool: str = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg"),
     k: int = typer.Option(5, min=1, help="K for Recall/Precision/F1/nDCG@K."),
     pool_depth: int = typer.Option(20, min=1, help="M: candidate pool size (Recall@M)."),
     rerank: str = typer.Option("none", help="none (pool top-K) | annotated (records + adaptive K <= --k)."),
     fields: str = typer.Option("full", help="Record fields for --rerank annotated: full | caption-only | "
                                             "drop-caption | drop-concepts | drop-entities | snippet-only."),
-    profile: str = typer.Option(None, help="Chat profile for --rerank annotated (default: the index's; "
-                                          "'none' = the no-model fused-match reranker)."),
+    profile: str = typer.Option(None, help="Chat profile for the xkg route and --rerank annotated (default: "
+                                          "the index's; 'none' = rule route, no-model fused-match reranker)."),
     limit: int = typer.Option(None, help="Only the first N answerable questions (quick checks)."),
     json_out: str = json_option("the summary"),
     run_out: Path = typer.Option(None, "--run", help="Write per-question rankings as JSONL."),
@@ -40,7 +45,7 @@ def retrieval(
     from trident_local.store.atomic import atomic_write_text
 
     idx = Index.open(index_dir)
-    rep = load_benchmark(idx.store, dataset)
+    rep = load_benchmark(idx.store, dataset, adapter.value)
     records = [r for r in rep.records if r.answerable and r.evidence_pages]
     if limit:
         records = records[:limit]
@@ -48,18 +53,18 @@ def retrieval(
     if rerank not in ("none", "annotated"):
         err_console.print(f"[red]error:[/red] --rerank must be none or annotated, not {rerank!r}")
         raise typer.Exit(2)
-    if rerank == "annotated":  # trident_local.rerank (Trident issue)
-        from trident_local.models.profiles import build_model
+    if profile is not None:  # this run's chat model, for the pool's route and the reranker
+        idx.models.use_profile("chat", profile)
+    if rerank == "annotated":
         from trident_local.rerank import FIELD_SETS, rerank_pool
 
         if fields not in FIELD_SETS:
             err_console.print(f"[red]error:[/red] --fields must be one of {', '.join(FIELD_SETS)}")
             raise typer.Exit(2)
-        chat_name = profile if profile is not None else idx.config.chat
-        chat = build_model("chat", chat_name)
+        chat = idx.models.chat
 
-        def reranker(rec, hits):
-            res = rerank_pool(idx, rec.question, hits, fields=fields, chat=chat, chat_name=chat_name, k_max=k)
+        def reranker(query, hits):
+            res = rerank_pool(idx, query, hits, fields=fields, chat=chat, k_max=k)
             fallbacks.append(res.fallback)
             return res.hits
 

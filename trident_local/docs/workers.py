@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import multiprocessing
 import os
 import signal
@@ -34,15 +35,19 @@ def parse_pdf(path: str, doc_id: str, ocr_profile: str) -> Document:
     """Ingest one PDF (in a worker or inline); an OCR profile that cannot be built means no OCR."""
     from trident_local.docs.ingest import ingest_pdf
 
-    ocr = None
-    if ocr_profile != "none":
-        from trident_local.models.profiles import build_model
-
-        try:
-            ocr = build_model("ocr", ocr_profile)
-        except TridentError:
-            ocr = None
+    try:
+        ocr = _worker_models().get("ocr", ocr_profile)
+    except TridentError:
+        ocr = None
     return ingest_pdf(path, ocr=ocr, doc_id=doc_id)
+
+
+@functools.cache
+def _worker_models():
+    """This process's own runtime: models do not cross processes, so each parse worker builds its OCR once."""
+    from trident_local.models.runtime import Models
+
+    return Models()
 
 
 def _watch_parent(parent: int) -> None:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trident_local.evaluate.mmlongbench import QARecord
 from trident_local.evaluate.qa_extract import PROTOCOL_AS_IS, PROTOCOL_MODEL, extract
 from trident_local.evaluate.qa_scoring import ScoredSample, accuracy, breakdown, f1, score_answer
 from trident_local.index import Index
-from trident_local.models.protocols import ChatModel, TextEmbedder
+
+if TYPE_CHECKING:
+    from trident_local.generate.ask import AskOptions
 
 
 @dataclass
@@ -61,33 +63,19 @@ def summarize(rows: Sequence[QARow], protocol: str = PROTOCOL_AS_IS) -> dict[str
 def run_qa(
     index: Index,
     records: Sequence[QARecord],
+    options: AskOptions | None = None,
     *,
-    pool: str = "rrf",
-    rerank: str = "annotated",
-    fields: str = "full",
-    answer: str = "auto",
-    chat: ChatModel | None = None,
-    chat_name: str = "chat",
-    embedder: TextEmbedder | None = None,
     on_step: Callable[[], None] | None = None,
 ) -> QAReport:
-    """Answer every record within its own document, extract the short answer, score it."""
+    """Answer every record within its own document, extract the short answer, score it.
+
+    The models are the index runtime's (``index.models``)."""
     from trident_local.generate.ask import ask
 
+    chat = index.models.chat
     rows = []
     for r in records:
-        res = ask(
-            index,
-            r.question,
-            doc=r.doc_id,
-            pool=pool,
-            rerank=rerank,
-            fields=fields,
-            answer=answer,
-            chat=chat,
-            chat_name=chat_name,
-            embedder=embedder,
-        )
+        res = ask(index, r.question, options, doc=r.doc_id)
         ex = extract(chat, r.question, res.answer.text)
         rows.append(
             QARow(

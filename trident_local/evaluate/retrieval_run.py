@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from trident_local.evaluate.mmlongbench import QARecord
 from trident_local.evaluate.retrieval_metrics import mean_metrics, page_metrics, recall_at
 from trident_local.index import Index
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit
 
-# (question record, pool hits) -> final best-first hits (e.g. an adaptive-K rerank)
-Reranker = Callable[[QARecord, list[Hit]], list[Hit]]
+# (the record's query, pool hits) -> final best-first hits (e.g. an adaptive-K rerank)
+RerankFn = Callable[[Query, list[Hit]], list[Hit]]
 
 
 @dataclass
@@ -43,7 +44,7 @@ def run_retrieval(
     pool: str,
     k: int = 5,
     pool_depth: int = 20,
-    rerank: Reranker | None = None,
+    rerank: RerankFn | None = None,
     on_step: Callable[[], None] | None = None,
 ) -> RetrievalReport:
     """Per-document retrieval for every answerable record; metrics averaged over them."""
@@ -52,8 +53,9 @@ def run_retrieval(
     for r in records:
         if not r.answerable or not r.evidence_pages:
             continue
-        hits = p.retrieve(r.question, k=pool_depth, doc_ids=[r.doc_id])
-        final = rerank(r, hits) if rerank else hits[:k]
+        q = Query(r.question)  # one Query for pool and reranker: embedded once
+        hits = p.retrieve(q, k=pool_depth, doc_ids=[r.doc_id])
+        final = rerank(q, hits) if rerank else hits[:k]
         gold = set(r.evidence_pages)
         pool_pages = [h.page for h in hits]
         ranked = [h.page for h in final]

@@ -1,36 +1,50 @@
-"""Answer a question from the selected pages: plain, lenses + synthesis, or the extractive CPU default.
+"""Answer a question from the selected pages with a registered strategy, citing them.
 
 answer = answer_question(index, question, hits, mode="auto", chat=model)
 answer.text, answer.citations
+
+Strategies (plain, lenses, auto, extractive) live in :mod:`trident_local.generate.base`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from trident_local.generate.gate import answer_type, gate
-from trident_local.generate.records import EXTRACTIVE, Answer, Citation
-from trident_local.models.protocols import ChatModel, TextEmbedder
+from trident_local.generate.base import answer_names, get_answer_strategy
+from trident_local.generate.records import Answer, Citation
+from trident_local.models.protocols import ChatModel
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit
 from trident_local.store.index_store import IndexStore
 
-MODES = ("plain", "lenses", "auto")
+if TYPE_CHECKING:
+    from trident_local.index import Index
+    from trident_local.rerank.records import CandidateRecord
+
+MODES = tuple(answer_names())
 
 
 def citations(
-    store: IndexStore, hits: Sequence[Hit], concept_hits: dict[tuple[str, int], list[str]] | None = None
+    store: IndexStore, hits: Sequence[Hit], records: Sequence[CandidateRecord] = ()
 ) -> list[Citation]:
-    """The cited pages with their record fields (from the annotation when there is one)."""
+    """The cited pages with their record fields: the reranker's records when it built them, else
+    read from the annotation (or, without one, the page text)."""
     from trident_local.annotate import has_annotation, load
 
+    by_key = {(r.doc_id, r.page): r for r in records}
     out = []
     for h in hits:
         doc = store.document(h.doc_id)
-        c = Citation(h.doc_id, doc.file_name, h.page, concept_hits=(concept_hits or {}).get(h.key, []))
+        rec = by_key.get(h.key)
+        if rec is not None:
+            out.append(Citation.from_record(rec, doc.file_name))
+            continue
+        c = Citation(h.doc_id, doc.file_name, h.page)
         if has_annotation(store, h.doc_id):
-            rec = load(store, h.doc_id).annotation.page(h.page)
-            c.section, c.visual, c.entities, c.text = rec.section, rec.visual, rec.entity_tags(), rec.snippet
+            page_rec = load(store, h.doc_id).annotation.page(h.page)
+            c.section, c.visual = page_rec.section, page_rec.visual
+            c.entities, c.text = page_rec.entity_tags(), page_rec.snippet
         else:
             page = doc.page(h.page)
             c.section, c.text = page.section, " ".join(page.text.split())[:600]
@@ -39,60 +53,14 @@ def citations(
 
 
 def answer_question(
-    store: IndexStore,
-    question: str,
+    index: Index,
+    question: str | Query,
     hits: Sequence[Hit],
     *,
     mode: str = "auto",
     chat: ChatModel | None = None,
-    chat_name: str = "chat",
-    embedder: TextEmbedder | None = None,
-    concept_hits: dict[tuple[str, int], list[str]] | None = None,
+    records: Sequence[CandidateRecord] = (),
 ) -> Answer:
-    """An answer citing ``hits`` (best first); without ``chat`` the extractive default runs."""
-    t0 = time.perf_counter()
-    cites = citations(store, hits, concept_hits)
-    if chat is None:
-        from trident_local.generate.extractive import extract_answer
-
-        if embedder is None:
-            from trident_local.models.profiles import build_model
-
-            embedder = build_model("embedder", store.config.embedder)
-        pages = [store.document(h.doc_id).page(h.page) for h in hits]
-        ex = extract_answer(question, pages, embedder)
-        if ex.page is not None:  # the supporting page first
-            cites.sort(key=lambda c: c.page != ex.page)
-        return Answer(
-            question,
-            ex.answer,
-            EXTRACTIVE,
-            cites,
-            gate="no chat model: extractive",
-            support=ex.support,
-            support_page=ex.page,
-            seconds=time.perf_counter() - t0,
-        )
-
-    from trident_local.generate import model_answer
-    from trident_local.generate.pages import page_content
-
-    chosen, reason = gate(question, mode)
-    content = page_content(store, hits, chat)
-    if chosen == "plain":
-        text, errors = model_answer.plain(chat, question, content)
-        ans = Answer(question, text, f"plain:{chat_name}", cites, gate=reason, errors=errors)
-    else:
-        out = model_answer.lenses(chat, question, content, answer_type(question))
-        ans = Answer(
-            question,
-            out.answer,
-            f"lenses:{chat_name}",
-            cites,
-            gate=reason,
-            lenses=out.lenses,
-            synthesis=out.how,
-            errors=out.errors,
-        )
-    ans.seconds = time.perf_counter() - t0
-    return ans
+    """An answer citing ``hits`` (best first) by strategy ``mode``; without ``chat`` the extractive
+    no-model strategy runs."""
+    return get_answer_strategy(mode, chat).answer(index, Query.of(question), hits, chat=chat, records=records)

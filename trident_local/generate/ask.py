@@ -1,7 +1,11 @@
-"""The whole Trident path for one question: pool -> (annotated rerank) -> answer, with timings.
+"""The whole Trident path for one question: pool -> reranker -> answer strategy, with timings.
 
-result = ask(index, "What was the revenue in 2020?", doc="report.pdf", pool="rrf",
-             rerank="annotated", answer="auto", chat=model)
+result = ask(index, "What was the revenue in 2020?", AskOptions(pool="rrf", rerank="annotated"),
+             doc="report.pdf")
+
+The question becomes one :class:`~trident_local.query.Query` (embedded once, routed
+once) and the models come from the index's runtime (``index.models``): a chat
+profile "none" there runs every stage's no-model strategy.
 """
 
 from __future__ import annotations
@@ -12,14 +16,42 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trident_local.errors import TridentError
-from trident_local.generate.answer import MODES, answer_question
+from trident_local.generate.base import answer_names, get_answer_strategy
 from trident_local.generate.records import Answer
+from trident_local.query import Query
 
 if TYPE_CHECKING:
     from trident_local.index import Index
-    from trident_local.models.protocols import ChatModel, TextEmbedder
 
-RERANK_MODES = ("none", "annotated")
+
+@dataclass(frozen=True)
+class AskOptions:
+    """How to answer: candidate pool, reranker, record fields, answer strategy, most pages cited.
+
+    Names are checked against the registries when the options are made."""
+
+    pool: str = "rrf"
+    rerank: str = "annotated"
+    fields: str = "full"
+    answer: str = "auto"
+    k_max: int | None = None  # None: the index's k_max
+    verify: bool = False  # judge the answer against its cited pages (AtomCite) before returning it
+
+    def __post_init__(self) -> None:
+        from trident_local.rerank import field_set, reranker_names
+        from trident_local.retrieve.base import pool_names
+
+        if self.pool.split(":", 1)[0] not in pool_names():
+            raise TridentError(f"unknown pool {self.pool!r}; pools: {', '.join(pool_names())}")
+        if self.rerank not in reranker_names():
+            raise TridentError(f"unknown reranker {self.rerank!r}; rerankers: {', '.join(reranker_names())}")
+        if self.answer not in answer_names():
+            raise TridentError(
+                f"unknown answer strategy {self.answer!r}; answer strategies: {', '.join(answer_names())}"
+            )
+        field_set(self.fields)
+        if self.k_max is not None and self.k_max < 1:
+            raise TridentError(f"k_max must be at least 1, not {self.k_max}")
 
 
 @dataclass
@@ -30,6 +62,7 @@ class AskResult:
     pool_pages: list[tuple[str, int, float]]  # (doc_id, page, score) of the candidate pool
     route: dict[str, Any] | None = None  # xkg: query class and entities
     timings: dict[str, float] = field(default_factory=dict)
+    verification: list[dict[str, Any]] | None = None  # with verify: one ClaimResult per cited page
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -37,72 +70,62 @@ class AskResult:
 
 def ask(
     index: Index,
-    question: str,
+    question: str | Query,
+    options: AskOptions | None = None,
     *,
     doc: str | Sequence[str] | None = None,
-    pool: str = "rrf",
-    rerank: str = "annotated",
-    fields: str = "full",
-    answer: str = "auto",
-    chat: ChatModel | None = None,
-    chat_name: str = "chat",
-    embedder: TextEmbedder | None = None,
-    k_max: int | None = None,
 ) -> AskResult:
-    """Answer ``question`` over the index (or ``doc``); ``chat=None`` runs every stage's no-model strategy."""
-    if rerank not in RERANK_MODES:
-        raise TridentError(f"--rerank must be one of {', '.join(RERANK_MODES)}, not {rerank!r}")
-    if answer not in MODES:
-        raise TridentError(f"--answer must be one of {', '.join(MODES)}, not {answer!r}")
-    k_max = k_max or index.config.k_max
+    """Answer ``question`` over the index (or ``doc``) with the runtime's models."""
+    from trident_local.rerank import get_reranker
+
+    opts = options or AskOptions()
+    query = Query.of(question)
+    chat = index.models.chat
+    k_max = opts.k_max or index.config.k_max
     t = {}
     t0 = time.perf_counter()
-    hits = index.search(question, pool=pool, doc=doc, k=index.config.pool_size)
+    hits = index.search(query, pool=opts.pool, doc=doc, k=index.config.pool_size)
     t["retrieve"] = time.perf_counter() - t0
-    route = getattr(index.pool(pool), "last_route", None)
 
     t1 = time.perf_counter()
-    concept_hits: dict[tuple[str, int], list[str]] = {}
-    if rerank == "annotated" and hits:
-        from trident_local.rerank import rerank_pool
-
-        rr = rerank_pool(
-            index,
-            question,
-            hits,
-            fields=fields,
-            chat=chat,
-            chat_name=chat_name,
-            k_max=k_max,
-            embedder=embedder,
-        )
-        final, stats = rr.hits, rr.stats()
-        concept_hits = {(r.doc_id, r.page): r.concept_hits for r in rr.records}
-    else:
-        final, stats = hits[:k_max], {"mode": "none", "k": min(len(hits), k_max)}
+    reranker = get_reranker(opts.rerank if hits else "none", chat)
+    rr = reranker.rerank(index, query, hits, chat=chat, fields=opts.fields, k_max=k_max)
     t["rerank"] = time.perf_counter() - t1
 
     t2 = time.perf_counter()
-    if final:
-        ans = answer_question(
-            index.store,
-            question,
-            final,
-            mode=answer,
-            chat=chat,
-            chat_name=chat_name,
-            embedder=embedder,
-            concept_hits=concept_hits,
-        )
+    if rr.hits:
+        ans = get_answer_strategy(opts.answer, chat).answer(index, query, rr.hits, chat=chat, records=rr.records)
     else:
-        ans = Answer(question, "Not answerable", "no pages retrieved")
+        ans = Answer(query.text, "Not answerable", "no pages retrieved")
     t["answer"] = time.perf_counter() - t2
+    verification = None
+    if opts.verify and ans.answerable and ans.citations:
+        t3 = time.perf_counter()
+        verification = verify_answer(index, query, ans)
+        t["verify"] = time.perf_counter() - t3
     t["total"] = time.perf_counter() - t0
     return AskResult(
         ans,
-        pool,
-        stats,
+        opts.pool,
+        rr.stats(),
         [(h.doc_id, h.page, h.score) for h in hits],
-        asdict(route) if route is not None else None,
+        asdict(query.route) if query.route is not None else None,
         t,
+        verification,
     )
+
+
+def verify_answer(index: Index, query: Query, ans: Answer) -> list[dict[str, Any]]:
+    """Each cited page judged for the claim "question + answer" with the runtime's chat model (the
+    no-model support scorer under "none"); window pages propose a better page where one is wrong."""
+    from trident_local.verify import Verifier
+    from trident_local.verify.types import Claim
+
+    pages: dict[str, list[int]] = {}
+    for c in ans.citations:
+        pages.setdefault(c.doc_id, []).append(c.page)
+    claim = f"{query.text} {ans.text}"
+    grouped = Verifier.from_index(index).verify_claims(
+        [(doc_id, Claim(claim, cited, source="given")) for doc_id, cited in pages.items()]
+    )
+    return [r.to_dict() for group in grouped for r in group]

@@ -13,16 +13,24 @@ there, else the unit itself. When no unit shares enough with the question the an
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from trident_local.annotate.entities import pattern_entities
 from trident_local.annotate.terms import idf_table, terms, weighted_overlap
 from trident_local.docs.model import Page
-from trident_local.generate.records import NOT_ANSWERABLE
-from trident_local.models.protocols import TextEmbedder
+from trident_local.generate.records import EXTRACTIVE, NOT_ANSWERABLE, Answer
+from trident_local.models.protocols import ChatModel, TextEmbedder
+from trident_local.query import Query
+
+if TYPE_CHECKING:
+    from trident_local.index import Index
+    from trident_local.rerank.records import CandidateRecord
+    from trident_local.retrieve.base import Hit
 
 W_LEX, W_COS, W_RANK = 0.6, 0.4, 0.05
 MIN_SUPPORT = 0.3  # fused score below which the pages are taken not to hold the answer
@@ -145,9 +153,11 @@ class Extracted:
 
 
 def extract_answer(
-    question: str, pages: Sequence[Page], embedder: TextEmbedder, min_support: float = MIN_SUPPORT
+    question: str | Query, pages: Sequence[Page], embedder: TextEmbedder, min_support: float = MIN_SUPPORT
 ) -> Extracted:
     """Best-supported unit of the pages (given best first) and the answer span taken from it."""
+    query = Query.of(question)
+    question = query.text
     units = [u for rank, p in enumerate(pages) for u in page_units(p, rank)]
     q_terms = terms(question)
     if not units or not q_terms:
@@ -160,7 +170,7 @@ def extract_answer(
     keep = np.argsort(-(lex + rank_bonus), kind="stable")[:MAX_EMBEDDED]
     units, lex, rank_bonus = [units[i] for i in keep], lex[keep], rank_bonus[keep]
     vecs = embedder.encode([u.text for u in units], kind="passage")
-    cos = vecs @ embedder.encode([question], kind="query")[0]
+    cos = vecs @ query.vector(embedder)
     score = W_LEX * lex + W_COS * np.clip(cos, 0, None) + rank_bonus
     best = int(np.argmax(score))
     unit = units[best]
@@ -178,3 +188,40 @@ def extract_answer(
                 u = units[int(i)]
                 return Extracted(span, u.text, u.page, float(score[int(i)]))
     return Extracted(unit.text, unit.text, unit.page, float(score[best]))
+
+
+class ExtractiveAnswer:
+    """The no-model strategy: every word of the answer comes from a cited page."""
+
+    name: ClassVar[str] = "extractive"
+    needs_model: ClassVar[bool] = False
+    no_model: ClassVar[str | None] = None
+
+    def answer(
+        self,
+        index: Index,
+        query: Query,
+        hits: Sequence[Hit],
+        *,
+        chat: ChatModel | None,
+        records: Sequence[CandidateRecord] = (),
+    ) -> Answer:
+        from trident_local.generate.answer import citations
+
+        t0 = time.perf_counter()
+        store = index.store
+        cites = citations(store, hits, records)
+        pages = [store.document(h.doc_id).page(h.page) for h in hits]
+        ex = extract_answer(query, pages, index.models.embedder)
+        if ex.page is not None:  # the supporting page first
+            cites.sort(key=lambda c: c.page != ex.page)
+        return Answer(
+            query.text,
+            ex.answer,
+            EXTRACTIVE,
+            cites,
+            gate="no chat model: extractive" if chat is None else "extractive",
+            support=ex.support,
+            support_page=ex.page,
+            seconds=time.perf_counter() - t0,
+        )

@@ -1,5 +1,7 @@
 """Model answers: plain (one call), lenses (three calls in one batch) + synthesis (one call).
 
+The answer strategies "plain", "lenses" and "auto" (the format gate's pick) are here.
+
 Replies are parsed as {"answer": ...}; a reply without JSON is taken as plain
 text (a small model often forgets the wrapper), an empty or failed one counts
 as an error. Synthesis is guarded by rules the model cannot override: when all
@@ -9,12 +11,14 @@ while some lens answered is replaced by the rule pick.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
 
-from trident_local.errors import ModelOutputError
+from trident_local.errors import ModelOutputError, TridentError
 from trident_local.generate import prompts
-from trident_local.generate.records import NOT_ANSWERABLE, is_not_answerable
+from trident_local.generate.records import NOT_ANSWERABLE, Answer, is_not_answerable
 from trident_local.models.json_output import parse_json
 from trident_local.models.protocols import (
     ChatModel,
@@ -24,6 +28,12 @@ from trident_local.models.protocols import (
     Message,
     SamplingParams,
 )
+
+if TYPE_CHECKING:
+    from trident_local.index import Index
+    from trident_local.query import Query
+    from trident_local.rerank.records import CandidateRecord
+    from trident_local.retrieve.base import Hit
 
 LENS_ORDER = ("topical", "entity", "structural")
 MAX_ANSWER_CHARS = 1000
@@ -142,3 +152,60 @@ def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_
             out, answer, how + " (synthesis said not answerable while a lens answered)", errors
         )
     return LensOutcome(out, answer, "synthesis", errors)
+
+
+class _ModelStrategy:
+    """Plain, lenses or the format gate's pick between them, over the pages' model content."""
+
+    name: ClassVar[str]
+    needs_model: ClassVar[bool] = True
+    no_model: ClassVar[str | None] = "extractive"
+
+    def answer(
+        self,
+        index: Index,
+        query: Query,
+        hits: Sequence[Hit],
+        *,
+        chat: ChatModel | None,
+        records: Sequence[CandidateRecord] = (),
+    ) -> Answer:
+        from trident_local.generate.answer import citations
+        from trident_local.generate.gate import gate
+        from trident_local.generate.pages import page_content
+
+        if chat is None:  # get_answer_strategy hands out the no-model strategy instead
+            raise TridentError(f"the {self.name!r} answer strategy needs a chat model")
+        t0 = time.perf_counter()
+        cites = citations(index.store, hits, records)
+        chosen, reason = gate(query.text, self.name)
+        content = page_content(index.store, hits, chat)
+        if chosen == "plain":
+            text, errors = plain(chat, query.text, content)
+            ans = Answer(query.text, text, f"plain:{chat.name}", cites, gate=reason, errors=errors)
+        else:
+            out = lenses(chat, query.text, content, query.answer_type)
+            ans = Answer(
+                query.text,
+                out.answer,
+                f"lenses:{chat.name}",
+                cites,
+                gate=reason,
+                lenses=out.lenses,
+                synthesis=out.how,
+                errors=out.errors,
+            )
+        ans.seconds = time.perf_counter() - t0
+        return ans
+
+
+class PlainAnswer(_ModelStrategy):
+    name: ClassVar[str] = "plain"
+
+
+class LensesAnswer(_ModelStrategy):
+    name: ClassVar[str] = "lenses"
+
+
+class AutoAnswer(_ModelStrategy):
+    name: ClassVar[str] = "auto"  # the format gate: multiple-choice and short questions plain, else lenses

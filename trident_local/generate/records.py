@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trident_local.rerank.records import CandidateRecord
 
 NOT_ANSWERABLE = "Not answerable"
 EXTRACTIVE = "extractive (no model)"
@@ -21,6 +24,12 @@ class Citation:
     entities: list[str] = field(default_factory=list)
     text: str = ""
     concept_hits: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_record(cls, rec: CandidateRecord, file_name: str) -> Citation:
+        """The reranker's record of the page, as the answer cites it."""
+        return cls(rec.doc_id, file_name, rec.page, rec.section, rec.visual, list(rec.entities), rec.text,
+                   list(rec.concept_hits))
 
 
 @dataclass

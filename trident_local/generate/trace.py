@@ -519,10 +519,8 @@ class Tracer:
 
     @classmethod
     def from_profile(cls, index: Index, profile: str | None = None, **kw: Any) -> Tracer:
-        """With the chat model of ``profile`` (default: the index config's ``chat``; "none" = extractive)."""
-        from trident_local.models.profiles import build_model
-
-        return cls(index, build_model("chat", profile or index.config.chat), **kw)
+        """With the chat model of ``profile`` (default: the index runtime's ``chat``; "none" = extractive)."""
+        return cls(index, index.models.get("chat", profile or None), **kw)
 
     def oracle_evidence(self, items: Sequence[Mapping[str, Any]]) -> list[Evidence]:
         """Gold locators as Evidence: the matching index object's text, plus the gold quote."""

@@ -1,8 +1,10 @@
 """Model profiles: one TOML file per model, naming its weights, dtype and engine args.
 
-A profile answers "which backend, which weights, how to load them" so that a
-stage asks for ``build_model("chat", "qwen2.5-vl-7b-instruct")`` and never
-imports a backend. The default profiles ship inside the package
+A profile answers "which backend, which weights, how to load them" so that
+``build_model("chat", "qwen2.5-vl-7b-instruct")`` never makes a caller import a
+backend. Stages do not call it: they take models from the runtime
+(:class:`~trident_local.models.runtime.Models`), which builds each once. The
+default profiles ship inside the package
 (``trident_local/profiles/*.toml``, read with importlib.resources, so a wheel
 has them too). The user models folder (:func:`models_dir`) holds the weights
 and any extra profiles; a profile there overrides a packaged one of the same

@@ -2,92 +2,69 @@
 
 result = rerank_pool(index, question, hits)               # no-model fused match (CPU default)
 result = rerank_pool(index, question, hits, chat=model)   # one LLM call, JSON page list
-result.hits   # final order, 1 <= K <= k_max
+result.hits     # final order, 1 <= K <= k_max
+result.records  # every pool page's record, for the answer stage's citations
+
+Rerankers are registered by name in :mod:`trident_local.rerank.base`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from trident_local.query import Query
+from trident_local.rerank.base import Reranker, get_reranker, register_reranker, reranker_names
 from trident_local.rerank.fields import FIELD_SETS, field_set
-from trident_local.rerank.records import CandidateRecord, RerankResult
 
 if TYPE_CHECKING:
     from trident_local.index import Index
-    from trident_local.models.protocols import ChatModel, TextEmbedder
+    from trident_local.models.protocols import ChatModel
+    from trident_local.rerank.records import CandidateRecord, RerankResult
     from trident_local.retrieve.base import Hit
 
-__all__ = ["FIELD_SETS", "NO_MODEL", "CandidateRecord", "RerankResult", "rerank_pool"]
+__all__ = [
+    "FIELD_SETS",
+    "NO_MODEL",
+    "CandidateRecord",
+    "Reranker",
+    "RerankResult",
+    "candidate_records",
+    "field_set",
+    "get_reranker",
+    "register_reranker",
+    "rerank_pool",
+    "reranker_names",
+]
 
 NO_MODEL = "no-model:fused-match"
-_EMBEDDERS: dict[str, TextEmbedder] = {}
 
 
-def _embedder(index: Index) -> TextEmbedder:
-    from trident_local.models.profiles import build_model
+def __getattr__(name: str):  # records pull in the annotation stack: imported when first used
+    if name in ("CandidateRecord", "RerankResult"):
+        from trident_local.rerank import records
 
-    name = index.config.embedder
-    if name not in _EMBEDDERS:
-        _EMBEDDERS[name] = build_model("embedder", name)
-    return _EMBEDDERS[name]
+        return getattr(records, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def candidate_records(index: Index, query: Query, hits: Sequence[Hit]) -> list[CandidateRecord]:
+    """One record per pool page (pool order), matched with the query's one embedding and entities."""
+    from trident_local.rerank.records import build_records
+
+    return build_records(index.store, hits, query.vector(index.models.embedder), query.entities)
 
 
 def rerank_pool(
     index: Index,
-    question: str,
+    question: str | Query,
     hits: Sequence[Hit],
     *,
     fields: str = "full",
     chat: ChatModel | None = None,
-    chat_name: str = "chat",
     k_max: int = 5,
-    embedder: TextEmbedder | None = None,
-    qvec=None,
 ) -> RerankResult:
-    """Rerank a pool (best first) into at most ``k_max`` pages; the model reranker when ``chat`` is given."""
-    from trident_local.retrieve.base import Hit
-    from trident_local.retrieve.router import query_entities
-
-    t0 = time.perf_counter()
-    keep = field_set(fields)
-    if not hits:
-        return RerankResult([], NO_MODEL if chat is None else f"model:{chat_name}", fields)
-    if qvec is None:  # callers that already embedded the question (dense pool, eval loops) pass it in
-        qvec = (embedder or _embedder(index)).encode([question], kind="query")[0]
-    from trident_local.rerank.records import build_records
-
-    records = build_records(index.store, hits, qvec, query_entities(question))
-    by_id = {r.page_id: h for r, h in zip(records, hits, strict=True)}
-
-    if chat is None:
-        from trident_local.rerank.fused import adaptive_k, fused_scores
-
-        scores = fused_scores(index.store, question, qvec, records, keep)
-        order = sorted(range(len(records)), key=lambda i: (-float(scores[i]), i))
-        k = adaptive_k([float(scores[i]) for i in order], k_max)
-        chosen = [records[i].page_id for i in order[:k]]
-        res = RerankResult(
-            [], NO_MODEL, fields, scores={r.page_id: float(s) for r, s in zip(records, scores, strict=True)}
-        )
-    else:
-        from trident_local.rerank.model_rerank import model_rerank
-
-        parsed, reason = model_rerank(chat, question, records, keep, k_max)
-        res = RerankResult([], f"model:{chat_name}", fields)
-        if parsed is None:
-            res.fallback, res.fallback_reason = True, reason
-            chosen = [r.page_id for r in records[:k_max]]
-        else:
-            chosen = parsed.ids
-            res.dropped_ids, res.duplicates, res.truncated = (
-                parsed.dropped,
-                parsed.duplicates,
-                parsed.truncated,
-            )
-            res.thinking = parsed.thinking
-    res.hits = [Hit(by_id[p].doc_id, by_id[p].page, by_id[p].score, by_id[p].pool) for p in chosen]
-    res.records = records
-    res.seconds = time.perf_counter() - t0
-    return res
+    """The annotated reranker: one model call when ``chat`` is given, the no-model fused match otherwise."""
+    return get_reranker("annotated", chat).rerank(
+        index, Query.of(question), hits, chat=chat, fields=fields, k_max=k_max
+    )

@@ -14,15 +14,23 @@ the first K_max + 1, so a clear winner stands alone and a flat head keeps K_max.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from trident_local.annotate import load
 from trident_local.annotate.records import FIELD_NAMES
 from trident_local.annotate.terms import idf_table, terms, weighted_overlap
-from trident_local.rerank.records import CandidateRecord
+from trident_local.rerank.records import CandidateRecord, RerankResult, chosen_hits
 from trident_local.store.index_store import IndexStore
+
+if TYPE_CHECKING:
+    from trident_local.index import Index
+    from trident_local.models.protocols import ChatModel
+    from trident_local.query import Query
+    from trident_local.retrieve.base import Hit
 
 W_RET = 1.0
 WEIGHTS: dict[str, float] = {"visual": 0.6, "section": 0.3, "entities": 0.5, "text": 0.6, "concept_hits": 0.4}
@@ -85,3 +93,35 @@ def adaptive_k(sorted_scores: Sequence[float], k_max: int) -> int:
     if len(s) <= k_max:  # fewer candidates than K_max + 1: the tail may be the cut
         return int(np.argmax(gaps)) + 1 if max(gaps) > 0 else len(s)
     return int(np.argmax(gaps)) + 1 if max(gaps) > 0 else k_max
+
+
+class FusedReranker:
+    """The no-model reranker: fused field scores, then the adaptive-K cut."""
+
+    name: ClassVar[str] = "fused"
+    needs_model: ClassVar[bool] = False
+    no_model: ClassVar[str | None] = None
+    mode: ClassVar[str] = "no-model:fused-match"
+
+    def rerank(
+        self, index: Index, query: Query, hits: Sequence[Hit], *, chat: ChatModel | None, fields: str, k_max: int
+    ) -> RerankResult:
+        from trident_local.rerank import candidate_records, field_set
+
+        t0 = time.perf_counter()
+        keep = field_set(fields)
+        if not hits:
+            return RerankResult([], self.mode, fields)
+        records = candidate_records(index, query, hits)
+        scores = fused_scores(index.store, query.text, query.vector(index.models.embedder), records, keep)
+        order = sorted(range(len(records)), key=lambda i: (-float(scores[i]), i))
+        k = adaptive_k([float(scores[i]) for i in order], k_max)
+        res = RerankResult(
+            chosen_hits(records, hits, [records[i].page_id for i in order[:k]]),
+            self.mode,
+            fields,
+            scores={r.page_id: float(s) for r, s in zip(records, scores, strict=True)},
+            records=records,
+        )
+        res.seconds = time.perf_counter() - t0
+        return res

@@ -8,14 +8,21 @@ repair) falls back to the pool order, and the result says so.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
 
-from trident_local.errors import ModelOutputError
+from trident_local.errors import ModelOutputError, TridentError
 from trident_local.models.json_output import parse_json
 from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
 from trident_local.rerank import prompts
-from trident_local.rerank.records import CandidateRecord
+from trident_local.rerank.records import CandidateRecord, RerankResult, chosen_hits
+
+if TYPE_CHECKING:
+    from trident_local.index import Index
+    from trident_local.query import Query
+    from trident_local.retrieve.base import Hit
 
 MAX_TOKENS = 256
 _PAGE_NUM = re.compile(r"^(?:p(?:age)?\s*)?(\d+)$", re.I)
@@ -96,3 +103,36 @@ def model_rerank(
         return parse_page_list(res.text, [r.page_id for r in records], k_max), ""
     except ModelOutputError as e:
         return None, f"unusable model output: {e}"
+
+
+class ModelReranker:
+    """The annotated reranker: the pool's records in one chat call; the fused match without a model."""
+
+    name: ClassVar[str] = "annotated"
+    needs_model: ClassVar[bool] = True
+    no_model: ClassVar[str | None] = "fused"
+
+    def rerank(
+        self, index: Index, query: Query, hits: Sequence[Hit], *, chat: ChatModel | None, fields: str, k_max: int
+    ) -> RerankResult:
+        from trident_local.rerank import candidate_records, field_set
+
+        if chat is None:  # get_reranker hands out the no-model reranker instead
+            raise TridentError("the annotated reranker needs a chat model")
+        t0 = time.perf_counter()
+        keep = field_set(fields)
+        res = RerankResult([], f"model:{chat.name}", fields)
+        if not hits:
+            return res
+        records = candidate_records(index, query, hits)
+        parsed, reason = model_rerank(chat, query.text, records, keep, k_max)
+        if parsed is None:
+            res.fallback, res.fallback_reason = True, reason
+            chosen = [r.page_id for r in records[:k_max]]
+        else:
+            chosen = parsed.ids
+            res.dropped_ids, res.duplicates, res.truncated = parsed.dropped, parsed.duplicates, parsed.truncated
+            res.thinking = parsed.thinking
+        res.hits, res.records = chosen_hits(records, hits, chosen), records
+        res.seconds = time.perf_counter() - t0
+        return res

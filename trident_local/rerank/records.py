@@ -63,6 +63,8 @@ class RerankResult:
         return len(self.hits)
 
     def stats(self) -> dict[str, Any]:
+        if self.mode == "none":  # the pool order: nothing else happened
+            return {"mode": "none", "k": self.k}
         return {
             "mode": self.mode,
             "fields": self.fields,
@@ -112,3 +114,9 @@ def build_records(
             )
         )
     return out
+
+
+def chosen_hits(records: Sequence[CandidateRecord], hits: Sequence[Hit], chosen: Sequence[str]) -> list[Hit]:
+    """The pool hits named by ``chosen`` page ids, in that order (records and hits in pool order)."""
+    by_id = {r.page_id: h for r, h in zip(records, hits, strict=True)}
+    return [Hit(by_id[p].doc_id, by_id[p].page, by_id[p].score, by_id[p].pool) for p in chosen]

@@ -11,6 +11,8 @@ from trident_local.errors import TridentError
 
 if TYPE_CHECKING:
     from trident_local.docs.model import Document
+    from trident_local.models.runtime import Models
+    from trident_local.query import Query
     from trident_local.store.index_store import IndexStore
 
 
@@ -35,7 +37,8 @@ class Pool(Protocol):
     resumable per document); ``build()`` (re)builds the global structure from the
     prepared documents (the index writer only); ``load()`` reads it; ``retrieve``
     returns the top-k pages of the given documents (all when ``doc_ids`` is None),
-    best first, and never writes the index.
+    best first, and never writes the index. A pool is constructed as
+    ``Pool(store, models)`` and takes the models it needs from the runtime.
     """
 
     name: ClassVar[str]
@@ -49,7 +52,9 @@ class Pool(Protocol):
 
     def load(self) -> None: ...
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]: ...
+    def retrieve(
+        self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None
+    ) -> list[Hit]: ...
 
 
 _POOLS: dict[str, str] = {
@@ -81,16 +86,21 @@ def pool_class(name: str) -> type:
         raise TridentError(f"pool {name!r} is not available: {e}") from e
 
 
-def get_pool(name: str, store: IndexStore) -> Pool:
-    """The pool ``name`` bound to ``store``; ``base:argument`` passes the argument on
+def get_pool(name: str, store: IndexStore, models: Models | None = None) -> Pool:
+    """The pool ``name`` bound to ``store``, taking its models from ``models`` (the index's runtime;
+    a private one over the store's config when None); ``base:argument`` passes the argument on
     (``rrf:bm25+colpali`` fuses those members)."""
     cls = pool_class(name)
+    if models is None:
+        from trident_local.models.runtime import Models
+
+        models = Models(store.config)
     _, _, arg = name.partition(":")
     if not arg:
-        return cls(store)
+        return cls(store, models)
     if not hasattr(cls, "from_argument"):
         raise TridentError(f"pool {name.split(':')[0]!r} takes no argument (got {name!r})")
-    return cls.from_argument(store, arg)
+    return cls.from_argument(store, arg, models)
 
 
 def prepare_stages(pools: Sequence[str]) -> list[str]:

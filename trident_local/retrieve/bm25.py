@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trident_local.docs.model import Page
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.stored import StoredPool, rows_by_doc
 from trident_local.store.atomic import atomic_write_json, read_json
@@ -79,8 +80,8 @@ class BM25Pool(StoredPool[BM25Structure]):
             return np.zeros(len(s.rows), dtype=np.float32)
         return np.asarray(s.retriever.get_scores(terms), dtype=np.float32)
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
-        scores = self.scores(query)
+    def retrieve(self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+        scores = self.scores(Query.of(query).text)
         s = self.load()
         rows = (np.concatenate([s.doc_rows.get(d, np.empty(0, int)) for d in doc_ids])
                 if doc_ids is not None else np.arange(len(s.rows)))

@@ -19,6 +19,8 @@ import numpy as np
 
 from trident_local.docs.model import Document
 from trident_local.errors import TridentError
+from trident_local.models.runtime import Models
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.stored import StoredPool, rows_by_doc
 from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
@@ -44,21 +46,15 @@ class ColPaliPool(StoredPool[ColPaliStructure]):
     version: ClassVar[str] = "colpali-v1"
     needs_prepare: ClassVar[bool] = True
 
-    def __init__(self, store: IndexStore, embedder=None):
-        super().__init__(store)
-        self._embedder = embedder
+    def __init__(self, store: IndexStore, models: Models | None = None):
+        super().__init__(store, models)
 
     @property
     def embedder(self):
-        if self._embedder is None:
-            profile = self.store.config.multivector
-            if profile in ("", "none"):
-                raise TridentError("the colpali pool needs a multivector profile: index with "
-                                   "`--pools bm25,dense,colpali` and set `multivector` (e.g. colqwen2.5) in the config")
-            from trident_local.models.profiles import build_model
-
-            self._embedder = build_model("multivector", profile)
-        return self._embedder
+        if not self.models.has("multivector"):
+            raise TridentError("the colpali pool needs a multivector profile: index with "
+                               "`--pools bm25,dense,colpali` and set `multivector` (e.g. colqwen2.5) in the config")
+        return self.models.multivector
 
     def _files(self, doc_id: str):
         d = self.store.doc_dir(doc_id)
@@ -126,11 +122,11 @@ class ColPaliPool(StoredPool[ColPaliStructure]):
             ivf = TokenIVF.load(folder / "ivf", pages=pages)
         return ColPaliStructure(pages, [tuple(r) for r in read_json(folder / "rows.json")], ivf)
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+    def retrieve(self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
         from trident_kernels import maxsim, maxsim_topk
 
         s = self.load()
-        q = self.embedder.embed_queries([query])
+        q = Query.of(query).multivector(self.embedder)
         if doc_ids is not None:  # one document's pages: exact MaxSim over exactly those pages
             rows = np.concatenate([s.doc_rows.get(d, np.empty(0, np.int64)) for d in doc_ids])
             if rows.size == 0:

@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trident_local.docs.model import Document
+from trident_local.models.runtime import Models
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.bm25 import page_passage
 from trident_local.retrieve.chunking import windows
@@ -47,17 +49,12 @@ class DensePool(StoredPool[DenseStructure]):
     version: ClassVar[str] = "dense-v1"
     needs_prepare: ClassVar[bool] = True
 
-    def __init__(self, store: IndexStore, embedder=None):
-        super().__init__(store)
-        self._embedder = embedder
+    def __init__(self, store: IndexStore, models: Models | None = None):
+        super().__init__(store, models)
 
     @property
     def embedder(self):
-        if self._embedder is None:
-            from trident_local.models.profiles import build_model
-
-            self._embedder = build_model("embedder", self.store.config.embedder)
-        return self._embedder
+        return self.models.embedder
 
     # -- per document ----------------------------------------------------------------------------
     def _files(self, doc_id: str):
@@ -123,9 +120,9 @@ class DensePool(StoredPool[DenseStructure]):
                 best[key] = sc
         return top_k([Hit(d, p, float(sc), self.name) for (d, p), sc in best.items()], k)
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+    def retrieve(self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
         s = self.load()
-        q = self.embedder.encode([query], kind="query").astype(np.float32)
+        q = Query.of(query).vector(self.embedder).astype(np.float32)[None, :]
         if doc_ids is not None:  # exact scoring over the documents' windows
             rows = np.concatenate([np.arange(s.doc_slices[d].start, s.doc_slices[d].stop)
                                    for d in doc_ids if d in s.doc_slices] or [np.zeros(0, int)])

@@ -278,10 +278,8 @@ class ObjectRetriever:
 
     @property
     def embedder(self) -> Any:
-        if self._embedder is None and self.store.config.embedder.lower() != "none":
-            from trident_local.models.profiles import build_model
-
-            self._embedder = build_model("embedder", self.store.config.embedder)
+        if self._embedder is None:
+            self._embedder = self.index.models.embedder
         return self._embedder
 
     def paper_id(self, doc_id: str) -> str:

@@ -124,10 +124,8 @@ class PaperIndex:
     @property
     def embedder(self) -> Any:
         """The index's text embedder; None when the index is configured with ``embedder = "none"``."""
-        if self._embedder is None and self.store.config.embedder.lower() != "none":
-            from trident_local.models.profiles import build_model
-
-            self._embedder = build_model("embedder", self.store.config.embedder)
+        if self._embedder is None:
+            self._embedder = self.index.models.embedder
         return self._embedder
 
     def records(self) -> list[PaperMeta]:

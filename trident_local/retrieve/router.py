@@ -124,7 +124,7 @@ def parse_route(text: str) -> Route:
     )
 
 
-def route(question: str, chat: ChatModel | None = None, chat_name: str = "chat") -> Route:
+def route(question: str, chat: ChatModel | None = None) -> Route:
     """Model route when a chat model is given, rule route otherwise or when the reply is unusable."""
     if chat is None:
         return rule_route(question)
@@ -139,5 +139,5 @@ def route(question: str, chat: ChatModel | None = None, chat_name: str = "chat")
         r = rule_route(question)
         r.error = f"unusable model output: {e}"
         return r
-    r.source = f"model:{chat_name}"
+    r.source = f"model:{chat.name}"
     return r

@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from trident_local.docs.model import Document
 from trident_local.errors import TridentError
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, get_pool, top_k
 from trident_local.store.index_store import IndexStore
 
@@ -31,17 +32,17 @@ class RRFPool:
     name: ClassVar[str] = "rrf"
     needs_prepare: ClassVar[bool] = False
 
-    def __init__(self, store: IndexStore, members: Sequence[str] | None = None):
+    def __init__(self, store: IndexStore, models=None, members: Sequence[str] | None = None):
         self.store = store
         self.members = list(members if members is not None else store.config.rrf_members)
         if not self.members or any(m.startswith("rrf") for m in self.members):
             raise TridentError(f"rrf fuses plain pools, e.g. rrf:bm25+dense; got {'+'.join(self.members)!r}")
-        self.pools = [get_pool(m, store) for m in self.members]
+        self.pools = [get_pool(m, store, models) for m in self.members]
 
     @classmethod
-    def from_argument(cls, store: IndexStore, argument: str) -> RRFPool:
+    def from_argument(cls, store: IndexStore, argument: str, models=None) -> RRFPool:
         """``bm25+colpali`` -> those members."""
-        return cls(store, [m.strip() for m in argument.split("+") if m.strip()])
+        return cls(store, models, [m.strip() for m in argument.split("+") if m.strip()])
 
     def prepare(self, doc: Document) -> None:
         return None
@@ -58,6 +59,7 @@ class RRFPool:
         for p in self.pools:
             p.load()
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+    def retrieve(self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
         depth = max(FUSE_DEPTH, k)
-        return rrf_fuse([p.retrieve(query, k=depth, doc_ids=doc_ids) for p in self.pools])[:k]
+        q = Query.of(query)  # one Query for every member: embedded once
+        return rrf_fuse([p.retrieve(q, k=depth, doc_ids=doc_ids) for p in self.pools])[:k]

@@ -19,7 +19,7 @@ import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from trident_local.errors import TridentError
 from trident_local.retrieve.base import prepare_stages
 from trident_local.store.index_store import IndexStore
 from trident_local.store.manifest import PoolEntry
+
+if TYPE_CHECKING:
+    from trident_local.models.runtime import Models
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +66,11 @@ class StoredPool(ABC, Generic[S]):
     version: ClassVar[str]  # bump when the stored format or its inputs change
     needs_prepare: ClassVar[bool] = False
 
-    def __init__(self, store: IndexStore):
+    def __init__(self, store: IndexStore, models: Models | None = None):
+        from trident_local.models.runtime import Models as _Models
+
         self.store = store
+        self.models = models if models is not None else _Models(store.config)
         self._structure: S | None = None
         self.in_memory = False  # True when the structure on disk was stale and a copy was built in memory
 

@@ -25,6 +25,8 @@ from trident_local.annotate import STAGE, has_annotation, load
 from trident_local.annotate.concept_match import match_concepts
 from trident_local.annotate.records import CONCEPT_KINDS
 from trident_local.errors import TridentError
+from trident_local.models.runtime import Models
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.router import Route, route
 from trident_local.retrieve.stored import StoredPool, complete_stages
@@ -37,29 +39,17 @@ class XKGPool(StoredPool[list[str]]):
     version: ClassVar[str] = "xkg-v1"
     needs_prepare: ClassVar[bool] = False  # the annotation stage writes everything it reads
 
-    def __init__(self, store: IndexStore, *, embedder=None, chat=None, use_chat: bool = True):
-        super().__init__(store)
-        self._embedder = embedder
-        self._chat = chat
-        self._use_chat = use_chat
-        self.last_route: Route | None = None
+    def __init__(self, store: IndexStore, models: Models | None = None):
+        super().__init__(store, models)
 
     @property
     def embedder(self):
-        if self._embedder is None:
-            from trident_local.models.profiles import build_model
-
-            self._embedder = build_model("embedder", self.store.config.embedder)
-        return self._embedder
+        return self.models.embedder
 
     @property
     def chat(self):
-        if self._chat is None and self._use_chat:
-            from trident_local.models.profiles import build_model
-
-            self._chat = build_model("chat", self.store.config.chat)
-            self._use_chat = self._chat is not None
-        return self._chat
+        """The runtime's chat model (the router's); None under the "none" profile: rule routes."""
+        return self.models.chat
 
     def documents(self) -> list[str]:
         """The complete documents that are annotated."""
@@ -78,8 +68,8 @@ class XKGPool(StoredPool[list[str]]):
     def read(self, folder: Path) -> list[str]:
         return list(read_json(folder / "docs.json"))
 
-    def score_pages(self, question: str, doc_ids: Sequence[str], r: Route) -> list[Hit]:
-        qvec = self.embedder.encode([question], kind="query")[0]
+    def score_pages(self, query: Query | str, doc_ids: Sequence[str], r: Route) -> list[Hit]:
+        qvec = Query.of(query).vector(self.embedder)
         axes: dict[str, list[np.ndarray]] = {k: [] for k in CONCEPT_KINDS}
         for d in doc_ids:
             m = match_concepts(load(self.store, d), qvec, r.entities)
@@ -100,7 +90,9 @@ class XKGPool(StoredPool[list[str]]):
         ]
         return hits
 
-    def retrieve(self, query: str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+    def retrieve(self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
+        """Routes the query once (stored on ``query.route``), then scores the pages' concepts."""
+        q = Query.of(query)
         targets = list(doc_ids) if doc_ids is not None else self.load()
         missing = [d for d in targets if not has_annotation(self.store, d)]
         if missing:
@@ -113,7 +105,8 @@ class XKGPool(StoredPool[list[str]]):
                 f"the xkg pool needs annotated documents; {name} is not annotated: "
                 f"run `trident annotate --index {self.store.root}`"
             )
-        self.last_route = route(query, self.chat, self.store.config.chat)
+        if q.route is None:
+            q.route = route(q.text, self.chat)
         if not targets:
             return []
-        return top_k(self.score_pages(query, targets, self.last_route), k)
+        return top_k(self.score_pages(q, targets, q.route), k)

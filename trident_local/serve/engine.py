@@ -85,22 +85,29 @@ class _Pooled(Index):
     def build_pools(self) -> list[str]:
         with self.handle.lock.write():
             rebuilt = super().build_pools()
-            self.handle.snapshot = Index.open(self.handle.path)
-            self.handle.generation += 1
+            self.handle.publish()
         return rebuilt
 
 
 class IndexHandle:
     """One served index: its directory, its lock and its current read snapshot."""
 
-    def __init__(self, name: str, path: Path):
+    def __init__(self, name: str, path: Path, chat: str = ""):
         self.name, self.path = name, path
         self.lock = RWLock()
         self.snapshot = Index.open(path)
+        self.models = self.snapshot.models  # one runtime per served index: every request shares its models
+        if chat:
+            self.models.use_profile("chat", chat)
         self.generation = 0
 
+    def publish(self) -> None:
+        """A new read snapshot (call under the write lock); it keeps the shared runtime."""
+        self.snapshot = Index.open(self.path, self.models)
+        self.generation += 1
+
     def writer(self) -> _Pooled:
-        idx = _Pooled.open(self.path)
+        idx = _Pooled.open(self.path, self.models)
         idx.handle = self
         return idx
 
@@ -112,10 +119,8 @@ class Engine:
         self.chat = chat  # overrides each index's chat profile when set
         self.data_dir = Path(data_dir) if data_dir else None
         self.handles: dict[str, IndexHandle] = {}
-        self._models: dict[str, Any] = {}
-        self._models_lock = threading.Lock()
         for name, path in indexes.items():
-            self.handles[name] = IndexHandle(name, Path(path))
+            self.handles[name] = IndexHandle(name, Path(path), chat)
 
     # -- indexes -------------------------------------------------------------------------------------
     def handle(self, name: str) -> IndexHandle:
@@ -142,7 +147,7 @@ class Engine:
             raise TridentError(f"bad index config: {e}") from e
         path = self.data_dir / name
         Index.create(path, cfg)
-        self.handles[name] = IndexHandle(name, path)
+        self.handles[name] = IndexHandle(name, path, self.chat)
         return self.handles[name]
 
     def index_info(self, name: str) -> dict[str, Any]:
@@ -227,8 +232,7 @@ class Engine:
             idx.build_pools()
         else:
             with idx.handle.lock.write():
-                idx.handle.snapshot = Index.open(idx.handle.path)
-                idx.handle.generation += 1
+                idx.handle.publish()
         err = "; ".join(e for d, e in rep.failed if d == doc_id)
         return rep.pages, err
 
@@ -262,15 +266,6 @@ class Engine:
         return self.check_pdf(path)[0]
 
     # -- queries -------------------------------------------------------------------------------------
-    def chat_model(self, profile: str) -> Any:
-        """One model per profile, shared by all requests (None for the no-model profile)."""
-        from trident_local.models.profiles import build_model
-
-        with self._models_lock:
-            if profile not in self._models:
-                self._models[profile] = build_model("chat", profile)
-            return self._models[profile]
-
     def search(self, name: str, question: str, *, docs: list[str] | None, pool: str, k: int) -> list[dict]:
         with self.reading(name) as idx:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
@@ -280,17 +275,17 @@ class Engine:
             answer: str, k_max: int | None) -> dict[str, Any]:
         """The CLI's ``ask --json`` result plus ``evidence``: the boxes to highlight on each cited page."""
         from trident_local.annotate import STAGE
-        from trident_local.generate.ask import ask
+        from trident_local.generate.ask import AskOptions, ask
 
         with self.reading(name) as idx:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
-            profile = self.chat or idx.config.chat
+            profile = idx.models.profile_name("chat")
             if rerank == "auto":  # the annotated rerank needs every document annotated
                 entries = idx.store.manifest.documents
                 targets = doc_ids or idx.store.doc_ids()
                 rerank = "annotated" if all(entries[d].stages.get(STAGE) for d in targets) else "none"
-            res = ask(idx, question, doc=doc_ids, pool=pool, rerank=rerank, answer=answer,
-                      chat=self.chat_model(profile), chat_name=profile, k_max=k_max)
+            res = ask(idx, question, AskOptions(pool=pool, rerank=rerank, answer=answer, k_max=k_max),
+                      doc=doc_ids)
             out = res.to_dict()
             a = res.answer
             out["evidence"] = [
@@ -320,7 +315,7 @@ class Engine:
         from trident_local.generate.trace import Tracer
 
         with self.reading(name) as idx:
-            tracer = Tracer(idx, self.chat_model(self.chat or idx.config.chat))
+            tracer = Tracer(idx, idx.models.chat)
             return tracer.trace(question, answer_format, choices, papers=papers or None).to_dict()
 
     def page_png(self, name: str, doc: str, page: int) -> Path:

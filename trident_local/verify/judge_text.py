@@ -200,11 +200,14 @@ class NoModelSupportScorer:
     name = "no-model-support-scorer"
 
     def __init__(self, pages: PageSource, *, embedder: Any = None, embedder_profile: str = "minilm",
-                 params: ScorerParams | None = None, window_words: int = 160, stride: int = 120,
-                 cache_pages: int = 4096, reuse_index_vectors: bool = True):
+                 models: Any = None, params: ScorerParams | None = None, window_words: int = 160,
+                 stride: int = 120, cache_pages: int = 4096, reuse_index_vectors: bool = True):
+        """``embedder``: a built TextEmbedder; else ``embedder_profile`` from ``models`` (a
+        :class:`~trident_local.models.runtime.Models`, e.g. the index's; a private one when None)."""
         self.pages = pages
         self._embedder = embedder
         self.embedder_profile = embedder_profile
+        self.models = models
         self.params = params or DEFAULT_PARAMS
         self.window_words, self.stride = window_words, stride
         self.calls = 0  # no model calls; kept for the Judge protocol
@@ -221,9 +224,11 @@ class NoModelSupportScorer:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from trident_local.models.profiles import build_model
+            if self.models is None:
+                from trident_local.models.runtime import Models
 
-            self._embedder = build_model("embedder", self.embedder_profile)
+                self.models = Models()
+            self._embedder = self.models.get("embedder", self.embedder_profile)
         return self._embedder
 
     # -- per-document and per-page caches ----------------------------------------------------------

@@ -52,7 +52,7 @@ class Verifier:
         if text_judge is None and image_judge is None:
             raise TridentError("verification needs at least one judge (text or image channel)")
         if window < 0:
-            raise TridentError("--window must be 0 or more")
+            raise TridentError(f"the page window must be 0 or more, not {window}")
         self.pages = pages
         self.text_judge = text_judge
         self.image_judge = image_judge
@@ -83,28 +83,27 @@ class Verifier:
         ``batch_size`` / ``max_tokens``: requests per chat call / tokens per judge reply.
         """
         from trident_local.index import Index
-        from trident_local.models.profiles import NO_MODEL, build_model
+        from trident_local.models.profiles import NO_MODEL
+        from trident_local.models.runtime import Models
         from trident_local.verify.judge_image import VLMImageJudge
         from trident_local.verify.judge_text import LLMTextJudge, NoModelSupportScorer
 
-        if isinstance(index, Index):
-            store = index.store
+        if isinstance(index, Index):  # the index's runtime: the models its other stages use
+            store, models = index.store, index.models
         elif hasattr(index, "document") and hasattr(index, "page_image"):
-            store = index
+            store, models = index, Models(index.config)
         else:
-            store = Index.open(index).store
+            opened = Index.open(index)
+            store, models = opened.store, opened.models
         pages = StorePages(store)
-        text = text if text is not None else store.config.chat
-        built: dict[str, Any] = {}
+        text = text if text is not None else models.profile_name("chat")
 
         def model(profile: str) -> Any:
-            if profile not in built:
-                built[profile] = build_model("chat", profile)
-            return built[profile]
+            return models.get("chat", profile)
 
         if text.lower() == NO_MODEL:
-            text_judge: Judge = NoModelSupportScorer(pages, embedder_profile=store.config.embedder, params=params,
-                                                     window_words=store.config.chunk_words,
+            text_judge: Judge = NoModelSupportScorer(pages, embedder_profile=store.config.embedder, models=models,
+                                                     params=params, window_words=store.config.chunk_words,
                                                      stride=store.config.chunk_stride)
         else:
             text_judge = LLMTextJudge(model(text), pages, batch_size=batch_size, max_tokens=max_tokens)

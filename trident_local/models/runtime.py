@@ -1,0 +1,118 @@
+"""The model runtime: one lazily built instance per (role, profile), shared by every stage.
+
+    models = Models(index.config)        # an Index owns one: ``index.models``
+    models.chat                          # the chat profile's model, or None for "none"
+    models.use_profile("chat", "none")   # this run without a chat model (no-model strategies)
+    Models(config, overrides={"chat": fake})   # tests: inject a model for a role
+
+Stages receive models (or this runtime) and never build them: :meth:`Models.get`
+is the one place that calls :func:`~trident_local.models.profiles.build_model`.
+A vLLM engine takes most of a GPU, so building it twice in one process (pool,
+reranker, answer and verifier each asking for "the chat model") does not fit;
+the lock makes the lazy build safe when stages run in threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from trident_local.models.profiles import NO_MODEL, ModelProfile, build_model
+
+if TYPE_CHECKING:
+    from trident_local.config import Config
+
+CONFIG_ROLES = ("chat", "embedder", "multivector", "ocr")  # roles whose profile the index config names
+
+
+def _key(profile: str | ModelProfile) -> str:
+    return profile.name if isinstance(profile, ModelProfile) else str(profile)
+
+
+def is_no_model(profile: str | ModelProfile | None) -> bool:
+    return profile is None or (isinstance(profile, str) and profile.lower() == NO_MODEL)
+
+
+class Models:
+    """Lazily built models per (role, profile); the profile of a role defaults to the config's."""
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        overrides: Mapping[str, Any] | None = None,
+        profiles: Mapping[str, str | ModelProfile] | None = None,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+    ):
+        """``overrides``: role -> a ready model (see :meth:`provide`); ``profiles``: role -> profile
+        for this runtime instead of the config's; ``options``: role -> build options (e.g.
+        ``allow_download``, engine overrides) passed to ``build_model``."""
+        self.config = config
+        self._profiles: dict[str, str | ModelProfile] = dict(profiles or {})
+        self._options: dict[str, dict[str, Any]] = {r: dict(o) for r, o in (options or {}).items()}
+        self._built: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+        self.builds: list[tuple[str, str]] = []  # (role, profile) in build order: what this runtime loaded
+        for role, obj in (overrides or {}).items():
+            self.provide(role, obj)
+
+    # -- which profile -----------------------------------------------------------------------------
+    def profile(self, role: str) -> str | ModelProfile:
+        """The profile ``role`` uses: the one set for this runtime, else the config's, else "none"."""
+        if role in self._profiles:
+            return self._profiles[role]
+        if self.config is not None and role in CONFIG_ROLES:
+            return getattr(self.config, role) or NO_MODEL
+        return NO_MODEL
+
+    def profile_name(self, role: str) -> str:
+        return _key(self.profile(role))
+
+    def use_profile(self, role: str, profile: str | ModelProfile | None) -> None:
+        """Use ``profile`` for ``role`` from now on (None: back to the config's)."""
+        with self._lock:
+            if profile is None:
+                self._profiles.pop(role, None)
+            else:
+                self._profiles[role] = profile
+
+    def provide(self, role: str, model: Any, profile: str | None = None) -> None:
+        """Use an already built ``model`` for ``role`` (under ``profile``, default: its ``name``)."""
+        name = profile or str(getattr(model, "name", "") or f"provided-{role}")
+        with self._lock:
+            self._built[(role, name)] = model
+            self._profiles[role] = name
+
+    # -- the models --------------------------------------------------------------------------------
+    def get(self, role: str, profile: str | ModelProfile | None = None) -> Any:
+        """The model of ``role`` under ``profile`` (default: the role's); None for "none". Built once."""
+        profile = self.profile(role) if profile is None else profile
+        if is_no_model(profile):
+            return None
+        key = (role, _key(profile))
+        with self._lock:  # held while building: a second caller waits for the first instance
+            if key not in self._built:
+                self._built[key] = build_model(role, profile, **self._options.get(role, {}))
+                self.builds.append(key)
+            return self._built[key]
+
+    @property
+    def chat(self) -> Any:
+        return self.get("chat")
+
+    @property
+    def embedder(self) -> Any:
+        return self.get("embedder")
+
+    @property
+    def multivector(self) -> Any:
+        return self.get("multivector")
+
+    @property
+    def ocr(self) -> Any:
+        return self.get("ocr")
+
+    def has(self, role: str) -> bool:
+        """Whether ``role`` has a model profile (without building it)."""
+        return not is_no_model(self.profile(role))
