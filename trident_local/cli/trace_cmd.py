@@ -37,8 +37,8 @@ def trace(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
 ) -> None:
     """Answer with a trace: {"papers": [ids], "evidence": [{paper, page, type, object}], "answer": ...}."""
-    from trident_local.generate.trace import Tracer
     from trident_local.index import Index
+    from trident_local.trace import Tracer
 
     idx = Index.open(index_dir)
     tracer = Tracer.from_profile(idx, profile, per_paper=per_paper)

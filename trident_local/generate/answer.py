@@ -9,11 +9,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from trident_local.generate.gate import answer_type, gate
+from trident_local.generate.gate import gate
 from trident_local.generate.records import EXTRACTIVE, Answer, Citation
 from trident_local.models.protocols import ChatModel, TextEmbedder
 from trident_local.retrieve.base import Hit
 from trident_local.store.index_store import IndexStore
+from trident_local.text import answer_type
 
 MODES = ("plain", "lenses", "auto")
 

@@ -12,6 +12,7 @@ from trident_local.retrieve.base import Hit, top_k
 from trident_local.store.atomic import atomic_write_json, read_json
 from trident_local.store.index_store import IndexStore
 from trident_local.store.manifest import PoolEntry
+from trident_local.text import stemmer
 
 
 def page_passage(page: Page) -> str:
@@ -55,7 +56,7 @@ class BM25Pool:
             for p in doc.pages:
                 rows.append((doc_id, p.number))
                 texts.append(page_passage(p) or " ")
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
+        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer(), show_progress=False)
         tmp = self.dir.with_name(self.name + ".tmp")
         import shutil
 
@@ -91,7 +92,7 @@ class BM25Pool:
         import bm25s
 
         self._load()
-        q = bm25s.tokenize([query], stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False)
+        q = bm25s.tokenize([query], stopwords="en", stemmer=stemmer(), return_ids=False, show_progress=False)
         terms = q[0] if q and q[0] else []
         if not terms or not self._retriever:
             return np.zeros(len(self._rows), dtype=np.float32)
