@@ -211,26 +211,14 @@ def windows(sents: Sequence[str], max_words: int) -> list[str]:
 
 
 # -- question cues ----------------------------------------------------------------------------------------------------
-_CHOICES = re.compile(
-    r"(\([A-Da-d]\)|\b[A-D][.)]\s|\boptions?\s*:|\bchoose\b|\bwhich of the following\b|"
-    r"\bor\b[^?]*\?\s*$)",
-    re.I,
-)
-_SHORT = re.compile(
-    r"^\s*(how many|how much|what (?:year|date|time|percentage|percent|number|is the (?:name|number|"
-    r"value|total|amount|title|url|email))|which year|when|who|whom|whose|what's the (?:name|number))\b",
-    re.I,
-)
-_NUMERIC = re.compile(
-    r"\b(how many|how much|percentage|percent|proportion|ratio|rate|number of|amount|total|"
-    r"average|median|sum|difference|increase|decrease|growth|cost|price|revenue|value)\b",
-    re.I,
-)
-_LOCATION = re.compile(
-    r"\b(where|which (?:page|section|chapter|slide|part|figure|table)|in which (?:page|section|"
-    r"chapter|slide|part)|what page|what section|located)\b",
-    re.I,
-)
+_CHOICES = re.compile(r"(\([A-Da-d]\)|\b[A-D][.)]\s|\boptions?\s*:|\bchoose\b|\bwhich of the following\b|"
+                      r"\bor\b[^?]*\?\s*$)", re.I)
+_SHORT = re.compile(r"^\s*(how many|how much|what (?:year|date|time|percentage|percent|number|is the (?:name|number|"
+                    r"value|total|amount|title|url|email))|which year|when|who|whom|whose|what's the (?:name|number))\b", re.I)
+_NUMERIC = re.compile(r"\b(how many|how much|percentage|percent|proportion|ratio|rate|number of|amount|total|"
+                      r"average|median|sum|difference|increase|decrease|growth|cost|price|revenue|value)\b", re.I)
+_LOCATION = re.compile(r"\b(where|which (?:page|section|chapter|slide|part|figure|table)|in which (?:page|section|"
+                       r"chapter|slide|part)|what page|what section|located)\b", re.I)
 _EXPECT: list[tuple[str, re.Pattern[str]]] = [
     ("percent", re.compile(r"\b(percentage|percent|share of|proportion)\b", re.I)),
     ("money", re.compile(r"\b(how much money|cost|price|revenue|income|spend|spent|paid|salary|budget|dollars?|"
@@ -239,17 +227,11 @@ _EXPECT: list[tuple[str, re.Pattern[str]]] = [
     ("year", re.compile(r"\b(what year|which year|in what year|when)\b", re.I)),
     ("number", re.compile(r"\b(how much|how long|how old|ratio|rate|average|median|score|value)\b", re.I)),
 ]
-STRUCTURAL_CUES = re.compile(
-    r"\b(section|sections|chapter|appendix|page|pages|slide|slides|table of contents|heading|title|part|"
-    r"introduction|conclusion|abstract|summary|overview|first|last|final|beginning|end|cover|footnote|"
-    r"references?|bibliography)\b",
-    re.I,
-)
-ENTITY_CUES = re.compile(
-    r"\b(how much|how many|what percentage|what percent|what year|which year|when|who|whom|whose|name of|"
-    r"what is the (?:number|value|amount|total|rate|ratio|price|cost))\b",
-    re.I,
-)
+STRUCTURAL_CUES = re.compile(r"\b(section|sections|chapter|appendix|page|pages|slide|slides|table of contents|heading|title|part|"
+                             r"introduction|conclusion|abstract|summary|overview|first|last|final|beginning|end|cover|footnote|"
+                             r"references?|bibliography)\b", re.I)
+ENTITY_CUES = re.compile(r"\b(how much|how many|what percentage|what percent|what year|which year|when|who|whom|whose|name of|"
+                         r"what is the (?:number|value|amount|total|rate|ratio|price|cost))\b", re.I)
 # Questions about papers (trace): a number asked for, a named thing asked for, an explanation, an extreme.
 NUMERIC_QUESTION = re.compile(
     r"\b(how many|how much|what percentage|what proportion|what fraction|which year|what year|how large|how long|"
@@ -269,27 +251,24 @@ RESULT_CUES = re.compile(r"\b(accuracy|accuracies|f1|f-1|scores?|statistics|test
                          r"performance)\b", re.I)
 
 
+_KINDS = [("multiple-choice", _CHOICES), ("short-extractive", _SHORT)]
+_ANSWER_TYPES = [("location", _LOCATION), ("numeric", _NUMERIC)]  # location first: "which page shows the revenue"
+
+
+def _first_cue(question: str, cues: Sequence[tuple[str, re.Pattern[str]]], default: str) -> str:
+    return next((name for name, rx in cues if rx.search(question)), default)
+
+
 def question_kind(question: str) -> str:
     """ "multiple-choice", "short-extractive" or "open"."""
-    if _CHOICES.search(question):
-        return "multiple-choice"
-    if _SHORT.search(question):
-        return "short-extractive"
-    return "open"
+    return _first_cue(question, _KINDS, "open")
 
 
 def answer_type(question: str) -> str:
-    """ "location", "numeric" or "other" (location first: "which page shows the revenue" is a location)."""
-    if _LOCATION.search(question):
-        return "location"
-    if _NUMERIC.search(question):
-        return "numeric"
-    return "other"
+    """ "location", "numeric" or "other"."""
+    return _first_cue(question, _ANSWER_TYPES, "other")
 
 
 def expected_type(question: str) -> str:
     """The kind of span an extractive answer looks for: percent, money, count, year, number or text."""
-    for name, rx in _EXPECT:
-        if rx.search(question):
-            return name
-    return "text"
+    return _first_cue(question, _EXPECT, "text")
