@@ -96,7 +96,7 @@ def main() -> int:
 
     from trident_local.evaluate.trace_dataset import load_dataset
     from trident_local.evaluate.trace_run import HEADLINE, run_ladder
-    from trident_local.generate.trace import Tracer
+    from trident_local.trace import Tracer
 
     idx = build_index(args.index, args.dataset)
     records = load_dataset(args.dataset)

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from trident_local.generate.answer import answer_question
-from trident_local.generate.extractive import expected_type, pick_span
+from trident_local.generate.extractive import pick_span
 from trident_local.generate.records import EXTRACTIVE, NOT_ANSWERABLE
 from trident_local.index import Index
 from trident_local.retrieve.base import Hit
+from trident_local.text import expected_type
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 

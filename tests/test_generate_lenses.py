@@ -11,12 +11,13 @@ from tiny_models import tiny_chat_profile
 
 from trident_local.generate import model_answer as ma
 from trident_local.generate.answer import answer_question
-from trident_local.generate.gate import answer_type, gate, question_kind
+from trident_local.generate.gate import gate
 from trident_local.generate.model_answer import parse_answer, rule_pick
 from trident_local.generate.records import NOT_ANSWERABLE
 from trident_local.index import Index
 from trident_local.models.profiles import build_model
 from trident_local.models.protocols import ChatRequest, ChatResult
+from trident_local.text import answer_type, question_kind
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 

@@ -14,9 +14,11 @@ from trident_local.cli import app
 from trident_local.config import Config
 from trident_local.errors import ModelOutputError, TridentError
 from trident_local.evaluate.trace_run import run_ladder
-from trident_local.generate.trace import Tracer, parse_model_answer, split_merged
 from trident_local.index import Index
 from trident_local.models.protocols import ChatResult
+from trident_local.trace import Tracer
+from trident_local.trace.answer import parse_model_answer
+from trident_local.trace.tables import split_merged
 
 A, B = "2401.01234v2", "10.5555/tests.2021.042"
 

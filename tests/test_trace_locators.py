@@ -18,8 +18,8 @@ from trident_local.docs.paper_meta import (
     paper_meta,
 )
 from trident_local.index import Index
-from trident_local.retrieve.objects import ObjectRetriever, block_table, doc_candidates, label_mentions
-from trident_local.retrieve.papers import PaperIndex, paper_record
+from trident_local.trace.evidence import ObjectRetriever, block_table, doc_candidates, label_mentions
+from trident_local.trace.papers import PaperIndex, paper_record
 
 CSS = "td,th{border:1px solid black; padding:2px} p{font-size:10pt}"
 

@@ -12,7 +12,6 @@ from trident_local.evaluate.trace_metrics import (
     evidence_prf,
     free_form_correct,
     match_evidence,
-    mc_letter,
     normalize_label,
     numbers_match,
     paper_prf,
@@ -21,6 +20,7 @@ from trident_local.evaluate.trace_metrics import (
     score_record,
     table_prf,
 )
+from trident_local.trace.formats import mc_letter
 
 
 def approx(p: PRF, precision: float, recall: float, f1: float) -> None:

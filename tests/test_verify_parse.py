@@ -12,7 +12,6 @@ from trident_local.verify.parse import (
     parse_answer,
     parse_decomposition,
     parse_marker,
-    split_sentences,
 )
 
 
@@ -119,12 +118,6 @@ def test_lists_paragraphs_and_leading_marker() -> None:
     ]
     assert [s.prefix for s in parsed.sentences] == ["", "- ", "- ", "1. "]
     assert parse_answer("[p. 2] Leading marker. Next.").claims[0].pages == [2]
-
-
-def test_split_sentences_spans() -> None:
-    text = "One. Two!  Three? Four"
-    assert [text[a:b] for a, b in split_sentences(text)] == ["One.", "Two!", "Three?", "Four"]
-    assert split_sentences("   ") == []
 
 
 def test_json_answers() -> None:

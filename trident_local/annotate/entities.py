@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from trident_local.annotate.records import Entity
-from trident_local.annotate.terms import STOP_WORDS
+from trident_local.text import STOP_WORDS
 
 ENTITY_TYPES = ("name", "number", "date", "money", "percent", "ref")
 TOP_ENTITIES = 15

@@ -69,8 +69,8 @@ def trace_eval(
 
     from trident_local.evaluate.trace_dataset import load_dataset, write_predictions
     from trident_local.evaluate.trace_run import RUNGS, run_ladder
-    from trident_local.generate.trace import Tracer
     from trident_local.index import Index
+    from trident_local.trace import Tracer
 
     records = load_dataset(dataset)[: limit or None]
     idx = Index.open(index_dir)

@@ -36,8 +36,8 @@ def trace(
     json_out: str = json_option("the trace"),
 ) -> None:
     """Answer with a trace: {"papers": [ids], "evidence": [{paper, page, type, object}], "answer": ...}."""
-    from trident_local.generate.trace import Tracer
     from trident_local.index import Index
+    from trident_local.trace import Tracer
 
     idx = Index.open(index_dir)
     tracer = Tracer.from_profile(idx, profile, per_paper=per_paper)

@@ -38,6 +38,7 @@ from trident_local.docs.paper_meta import (  # noqa: F401  (TYPE_ALIASES re-expo
     normalize_paper_id,
     normalize_type,
 )
+from trident_local.trace.formats import as_table, mc_letter, normalize_text
 
 TABLE_THRESHOLD = 0.8  # cell F1 at or above which a table answer counts as correct
 REL_TOL = 1e-3  # numeric answers: relative tolerance (or half a unit of the gold's last printed digit)
@@ -131,14 +132,6 @@ def evidence_prf(pred: Sequence[Mapping[str, Any]], gold: Sequence[Mapping[str, 
 
 
 # -- answers --------------------------------------------------------------------------------------------------
-def normalize_text(s: Any) -> str:
-    """Lower case, NFKC, punctuation and the articles a/an/the removed, spaces collapsed."""
-    s = unicodedata.normalize("NFKC", str(s)).lower()
-    s = s.replace("−", "-").replace("–", "-")
-    s = "".join(" " if unicodedata.category(c).startswith("P") else c for c in s)
-    return " ".join(w for w in s.split() if w not in ("a", "an", "the"))
-
-
 def parse_number(s: Any) -> tuple[float, bool, int] | None:
     """(value, is_percent, printed decimals) when the whole string is one number; else None."""
     if isinstance(s, bool):
@@ -188,29 +181,6 @@ def free_form_correct(pred: Any, gold: Any, rel_tol: float = REL_TOL) -> bool:
         if normalize_text(pred_s) and normalize_text(pred_s) == normalize_text(g):
             return True
     return False
-
-
-def letters(n: int) -> list[str]:
-    return [chr(ord("A") + i) for i in range(n)]
-
-
-def mc_letter(pred: Any, choices: Sequence[str] = ()) -> str | None:
-    """The letter a multiple-choice prediction picks: "B", "(B)", "B. text", "Answer: B", or a choice's text."""
-    if pred is None:
-        return None
-    s = str(pred).strip()
-    valid = set(letters(len(choices))) if choices else set(letters(26))
-    m = re.match(r"^\(?([A-Za-z])\)?[.:]?$|^\(?([A-Z])[.):]\s|^\(([A-Za-z])\)\s", s)
-    if m and (m.group(1) or m.group(2) or m.group(3)).upper() in valid:
-        return (m.group(1) or m.group(2) or m.group(3)).upper()
-    m = re.search(r"\b(?:answer|option|choice)\s*(?:is|:)?\s*\(?([A-Z])\)?(?![A-Za-z])", s, re.I)
-    if m and m.group(1).upper() in valid:
-        return m.group(1).upper()
-    ns = normalize_text(s)
-    for letter, c in zip(letters(len(choices)), choices, strict=False):
-        if ns and ns == normalize_text(c):
-            return letter
-    return None
 
 
 def mc_correct(pred: Any, gold: Any, choices: Sequence[str] = ()) -> bool:
@@ -266,24 +236,6 @@ def align_keys(pred: Iterable[str], gold: Iterable[str]) -> dict[str, str]:
             out[p] = cands[0]
             left_g.remove(cands[0])
     return out
-
-
-def as_table(value: Any) -> list[list[str]]:
-    """A table answer as a list of rows of strings; a string is read as rows of ``|``-separated cells."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        lines = [ln for ln in value.strip().splitlines() if ln.strip() and not re.fullmatch(r"[\s|:+-]+", ln)]
-        return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
-    if isinstance(value, Sequence):
-        rows = []
-        for r in value:
-            if isinstance(r, str):
-                rows.append([c.strip() for c in r.strip().strip("|").split("|")])
-            elif isinstance(r, Sequence):
-                rows.append(["" if c is None else str(c) for c in r])
-        return rows
-    return []
 
 
 def table_prf(pred: Any, gold: Any, rel_tol: float = REL_TOL) -> PRF:

@@ -21,8 +21,8 @@ from trident_local.errors import TridentError
 from trident_local.evaluate.trace_metrics import REL_TOL, TABLE_THRESHOLD, score_predictions
 
 if TYPE_CHECKING:
-    from trident_local.generate.trace import Tracer
     from trident_local.index import Index
+    from trident_local.trace import Tracer
 
 RUNGS = ("end_to_end", "oracle_papers", "oracle_evidence")
 HEADLINE = ("paper_precision", "paper_recall", "paper_f1", "evidence_precision", "evidence_recall", "evidence_f1",
@@ -73,7 +73,7 @@ def run_ladder(
 ) -> dict[str, Any]:
     """Predictions and scores for each rung. The top-level keys are the first rung's scores (end-to-end when it
     runs); ``ladder`` holds every rung's scores, ``predictions`` every rung's predictions."""
-    from trident_local.generate.trace import Tracer
+    from trident_local.trace import Tracer
 
     tracer = tracer or Tracer(index, chat)
     check_papers(tracer, records)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from trident_local.annotate.entities import pattern_entities
-from trident_local.annotate.terms import idf_table, terms, weighted_overlap
 from trident_local.docs.model import Page
 from trident_local.generate.records import EXTRACTIVE, NOT_ANSWERABLE, Answer
 from trident_local.models.protocols import ChatModel, TextEmbedder
@@ -31,29 +30,13 @@ if TYPE_CHECKING:
     from trident_local.index import Index
     from trident_local.rerank.records import CandidateRecord
     from trident_local.retrieve.base import Hit
+from trident_local.text import expected_type, idf_table, page_sentences, terms, weighted_overlap
 
 W_LEX, W_COS, W_RANK = 0.6, 0.4, 0.05
 MIN_SUPPORT = 0.3  # fused score below which the pages are taken not to hold the answer
 MAX_UNIT_WORDS = 60
 MAX_EMBEDDED = 32  # only the lexically best units are embedded: embedding dominates the cost on CPU
-_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(])|\n{2,}")
 _COUNT = re.compile(r"(?<![\w.,])\d{1,6}(?![\w.,%])")
-
-_EXPECT: list[tuple[str, re.Pattern[str]]] = [
-    ("percent", re.compile(r"\b(percentage|percent|share of|proportion)\b", re.I)),
-    (
-        "money",
-        re.compile(
-            r"\b(how much money|cost|price|revenue|income|spend|spent|paid|salary|budget|dollars?|"
-            r"usd)\b",
-            re.I,
-        ),
-    ),
-    ("count", re.compile(r"\b(how many|number of|count)\b", re.I)),
-    ("year", re.compile(r"\b(what year|which year|in what year|when)\b", re.I)),
-    ("number", re.compile(r"\b(how much|how long|how old|ratio|rate|average|median|score|value)\b", re.I)),
-]
-
 
 @dataclass
 class Unit:
@@ -64,16 +47,9 @@ class Unit:
     cells: list[str] | None = None  # table rows: the row's cells
 
 
-def expected_type(question: str) -> str:
-    for name, rx in _EXPECT:
-        if rx.search(question):
-            return name
-    return "text"
-
-
 def page_units(page: Page, rank: int) -> list[Unit]:
     units = []
-    for block in _SENT.split(page.text):
+    for block in page_sentences(page.text):
         s = " ".join(block.split())
         if len(s) >= 3:
             units.append(Unit(" ".join(s.split()[:MAX_UNIT_WORDS]), page.number, rank))

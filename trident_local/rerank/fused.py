@@ -22,9 +22,10 @@ import numpy as np
 
 from trident_local.annotate import load
 from trident_local.annotate.records import FIELD_NAMES
-from trident_local.annotate.terms import idf_table, terms, weighted_overlap
+from trident_local.fusion import combsum, minmax
 from trident_local.rerank.records import CandidateRecord, RerankResult, chosen_hits
 from trident_local.store.index_store import IndexStore
+from trident_local.text import idf_table, terms, weighted_overlap
 
 if TYPE_CHECKING:
     from trident_local.index import Index
@@ -34,11 +35,6 @@ if TYPE_CHECKING:
 
 W_RET = 1.0
 WEIGHTS: dict[str, float] = {"visual": 0.6, "section": 0.3, "entities": 0.5, "text": 0.6, "concept_hits": 0.4}
-
-
-def _minmax(x: np.ndarray) -> np.ndarray:
-    lo, hi = float(x.min()), float(x.max())
-    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
 
 
 def _field_text(rec: CandidateRecord, f: str) -> str:
@@ -66,11 +62,11 @@ def fused_scores(
         ]
     )
     default_idf = float(np.log(1.0 + n))
-    score = W_RET * _minmax(np.array([r.retriever_score for r in records], dtype=np.float32))
+    score = W_RET * minmax(np.array([r.retriever_score for r in records], dtype=np.float32))
     q = np.asarray(qvec, dtype=np.float32).reshape(-1)
     for f in fields:
         if f == "concept_hits":
-            score += WEIGHTS[f] * _minmax(np.array([r.concept_score for r in records], dtype=np.float32))
+            score += WEIGHTS[f] * minmax(np.array([r.concept_score for r in records], dtype=np.float32))
             continue
         row = FIELD_NAMES.index(f)
         cos = np.array(
@@ -80,7 +76,7 @@ def fused_scores(
             [weighted_overlap(q_terms, terms(_field_text(r, f)), idf, default_idf) for r in records],
             dtype=np.float32,
         )
-        score += WEIGHTS[f] * (_minmax(cos) + _minmax(lex)) / 2
+        score += WEIGHTS[f] * combsum([cos, lex])
     return score
 
 

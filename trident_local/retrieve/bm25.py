@@ -14,17 +14,12 @@ from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.stored import StoredPool, rows_by_doc
 from trident_local.store.atomic import atomic_write_json, read_json
+from trident_local.text import stemmer
 
 
 def page_passage(page: Page) -> str:
     """What a text pool sees of a page: its section path, then its text."""
     return f"{page.section}\n{page.text}" if page.section_path else page.text
-
-
-def _stemmer():
-    import Stemmer
-
-    return Stemmer.Stemmer("english")
 
 
 @dataclass
@@ -50,7 +45,7 @@ class BM25Pool(StoredPool[BM25Structure]):
             for p in self.store.document(doc_id).pages:
                 rows.append((doc_id, p.number))
                 texts.append(page_passage(p) or " ")
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
+        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer(), show_progress=False)
         retriever = None
         if tokens.vocab:  # bm25s cannot index a corpus without a single term
             retriever = bm25s.BM25()
@@ -74,7 +69,7 @@ class BM25Pool(StoredPool[BM25Structure]):
         import bm25s
 
         s = self.load()
-        q = bm25s.tokenize([query], stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False)
+        q = bm25s.tokenize([query], stopwords="en", stemmer=stemmer(), return_ids=False, show_progress=False)
         terms = q[0] if q and q[0] else []
         if not terms or s.retriever is None:
             return np.zeros(len(s.rows), dtype=np.float32)

@@ -16,6 +16,7 @@ from trident_local.annotate.entities import pattern_entities
 from trident_local.errors import ModelOutputError
 from trident_local.models.json_output import parse_json
 from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
+from trident_local.text import ENTITY_CUES, STRUCTURAL_CUES
 
 QUERY_CLASSES = ("topical", "entity-level", "structural", "mixed")
 RULES = "no-model:cue-rules"
@@ -28,17 +29,6 @@ ALPHA: dict[str, dict[str, float]] = {
     "mixed": {"T": 0.7, "E": 0.7, "S": 0.7},
 }
 
-_STRUCTURAL = re.compile(
-    r"\b(section|sections|chapter|appendix|page|pages|slide|slides|table of contents|heading|title|part|"
-    r"introduction|conclusion|abstract|summary|overview|first|last|final|beginning|end|cover|footnote|"
-    r"references?|bibliography)\b",
-    re.I,
-)
-_ENTITY_CUES = re.compile(
-    r"\b(how much|how many|what percentage|what percent|what year|which year|when|who|whom|whose|name of|"
-    r"what is the (?:number|value|amount|total|rate|ratio|price|cost))\b",
-    re.I,
-)
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{2,60})[\"“”']")
 
 SCHEMA = {
@@ -88,8 +78,8 @@ def query_entities(question: str) -> list[str]:
 
 def rule_route(question: str) -> Route:
     ents = query_entities(question)
-    structural = bool(_STRUCTURAL.search(question))
-    entity = bool(ents) or bool(_ENTITY_CUES.search(question))
+    structural = bool(STRUCTURAL_CUES.search(question))
+    entity = bool(ents) or bool(ENTITY_CUES.search(question))
     cls = (
         "mixed"
         if structural and entity

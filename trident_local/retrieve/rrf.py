@@ -11,20 +11,17 @@ from typing import ClassVar
 
 from trident_local.docs.model import Document
 from trident_local.errors import TridentError
+from trident_local.fusion import RRF_K, rrf
 from trident_local.query import Query
 from trident_local.retrieve.base import Hit, get_pool, top_k
 from trident_local.store.index_store import IndexStore
 
-RRF_K = 60
 FUSE_DEPTH = 100  # how deep each ranking is read
 
 
 def rrf_fuse(rankings: Sequence[Sequence[Hit]], *, k0: int = RRF_K, name: str = "rrf") -> list[Hit]:
     """Fuse best-first rankings by reciprocal rank; pages missing from a ranking get nothing from it."""
-    scores: dict[tuple[str, int], float] = {}
-    for ranking in rankings:
-        for rank, h in enumerate(ranking, start=1):
-            scores[h.key] = scores.get(h.key, 0.0) + 1.0 / (k0 + rank)
+    scores = rrf(([h.key for h in ranking] for ranking in rankings), k0)
     return top_k([Hit(d, p, s, name) for (d, p), s in scores.items()], len(scores))
 
 

@@ -312,7 +312,7 @@ class Engine:
 
     def trace(self, name: str, question: str, *, answer_format: str, choices: list[str],
               papers: list[str] | None) -> dict[str, Any]:
-        from trident_local.generate.trace import Tracer
+        from trident_local.trace import Tracer
 
         with self.reading(name) as idx:
             tracer = Tracer(idx, idx.models.chat)

@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from trident_local.text import sentence_spans
 from trident_local.verify.model_json import extract_json_object
 from trident_local.verify.types import Claim
 
@@ -55,11 +56,6 @@ _ITEM_RE = re.compile(rf"(?:(?P<w1>{_PAGE_WORD})\s*)?(?P<a>{_NUM})(?:{_RANGE_SEP
 _HAS_PAGE_WORD = re.compile(rf"(?<![a-z]){_PAGE_WORD}(?=\s*\d)", re.I)
 _GROUPS = re.compile(r"\[(?P<sq>[^\[\]\n]{1,120})\]|\((?P<par>[^()\n]{1,120})\)|【(?P<fw>[^【】\n]{1,120})】|\{(?P<cu>[^{}\n]{1,120})\}")
 
-_ABBREV = {
-    "e.g", "i.e", "etc", "fig", "figs", "no", "vs", "al", "cf", "approx", "mr", "mrs", "ms", "dr", "st", "inc",
-    "ltd", "co", "corp", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
-    "eq", "sec", "tab", "vol", "ch", "ed", "p", "pp", "u.s", "u.k", "jr", "sr",
-}
 
 
 @dataclass
@@ -147,39 +143,6 @@ def format_marker(pages: list[int]) -> str:
 
 
 # -- sentences ------------------------------------------------------------------------------------------
-_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s|$)")
-_ENUMERATOR = re.compile(r"(?:^|\n)[ \t]*\d{1,2}$")  # "2." opening a numbered list item
-_BREAK = re.compile(r"\n\s*\n|\n(?=[ \t]*(?:[-*•]|\d{1,2}[.)])\s)")
-
-
-def _is_abbrev(text: str, dot: int) -> bool:
-    """Does the period at ``dot`` close an abbreviation ("e.g.", "Fig.") or an initial ("J.")?"""
-    m = re.search(r"([A-Za-z][A-Za-z.]*)$", text[:dot])
-    if not m:
-        return False
-    word = m.group(1).lower()
-    return word in _ABBREV or (len(word) == 1 and word.isalpha())
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) spans of the sentences of ``text``, white space between them excluded."""
-    cuts = {0, len(text)}
-    for m in _END.finditer(text):
-        if text[m.start()] == "." and (_is_abbrev(text, m.start()) or _ENUMERATOR.search(text[: m.start()])):
-            continue
-        cuts.add(m.end())
-    for m in _BREAK.finditer(text):
-        cuts.add(m.start())
-    spans = []
-    bounds = sorted(cuts)
-    for a, b in zip(bounds, bounds[1:], strict=False):
-        seg = text[a:b]
-        if seg.strip():
-            lead = len(seg) - len(seg.lstrip())
-            spans.append((a + lead, a + len(seg.rstrip())))
-    return spans
-
-
 def _clean(s: str) -> str:
     s = re.sub(r"\s+", " ", s).strip()
     s = re.sub(r"\s+([.,;:!?])", r"\1", s)
@@ -201,7 +164,7 @@ def parse_text(text: str) -> ParsedAnswer:
         last = mk.end
     parts.append(text[last:])
     clean = "".join(parts)
-    spans = split_sentences(clean)
+    spans = sentence_spans(clean)
     parsed = ParsedAnswer(format="text", claims=[], original=text)
     if not spans:
         return parsed

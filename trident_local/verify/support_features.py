@@ -22,17 +22,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 
-_STOP_TEXT = """a about above after again against all am an and any are aren't as at be because been before being below
-    between both but by can cannot could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his i if in into is it its itself let me more most my myself
-    nor not of off on once only or other ought our ours ourselves out over own same she should so some such
-    than that the their theirs them themselves then there these they this those through to too under until up
-    very was we were what when where which while who whom why with would you your yours yourself yourselves
-    how many much whose according answer question please write list format given shown show shows
-    s t also among per via will may might must shall etc"""
-STOPWORDS = frozenset(_STOP_TEXT.split())
+from trident_local.text import CLAIM_STOP_WORDS, content_terms, tokens
 
 _SMALL = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
           "sixteen seventeen eighteen nineteen twenty")
@@ -42,15 +33,7 @@ _NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60
 
 _NUM_RE = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\d])")
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9']*|\d+[A-Za-z][A-Za-z0-9]*")
-_TOKEN_RE = re.compile(r"[a-z0-9]+")
 _CLAUSE_RE = re.compile(r"\s*[—–]\s*|\s+-{1,2}\s+|[;()?]|[,:](?=\s|$)")
-
-
-@lru_cache(maxsize=1)
-def _stemmer():
-    import Stemmer
-
-    return Stemmer.Stemmer("english")
 
 
 def normalise_number(integer: str, decimals: str | None = None) -> str:
@@ -75,7 +58,7 @@ def numbers(text: str) -> list[str]:
     """
     out = [normalise_number(m.group(1), m.group(2)) for m in _NUM_RE.finditer(text)
            if not _LOCATOR.search(text[max(0, m.start() - 8) : m.start()])]
-    out += [_NUMBER_WORDS[w] for w in _TOKEN_RE.findall(text.lower()) if w in _NUMBER_WORDS]
+    out += [_NUMBER_WORDS[w] for w in tokens(text) if w in _NUMBER_WORDS]
     return out
 
 
@@ -84,17 +67,11 @@ def entities(text: str) -> list[str]:
     out = []
     for w in _WORD_RE.findall(text):
         lw = w.lower().strip("'")
-        if lw in STOPWORDS or lw in _NUMBER_WORDS or len(lw) < 2:
+        if lw in CLAIM_STOP_WORDS or lw in _NUMBER_WORDS or len(lw) < 2:
             continue
         if w[0].isupper() or any(c.isdigit() for c in w):
             out.append(lw)
     return list(dict.fromkeys(out))
-
-
-def content_terms(text: str) -> list[str]:
-    """Stemmed content words of ``text`` (stop words and bare numbers left out), de-duplicated."""
-    toks = [t for t in _TOKEN_RE.findall(text.lower()) if t not in STOPWORDS and not t.isdigit() and len(t) > 1]
-    return list(dict.fromkeys(_stemmer().stemWords(toks)))
 
 
 def clauses(text: str) -> list[str]:
@@ -114,14 +91,14 @@ class PageTerms:
 
     @classmethod
     def of(cls, text: str) -> PageTerms:
-        toks = _TOKEN_RE.findall(text.lower())
+        toks = tokens(text)
         return cls(frozenset(numbers(text)), frozenset(toks), frozenset(content_terms(text)),
                    " " + " ".join(toks) + " ")
 
 
 def verbatim(phrase: str, page: PageTerms) -> bool:
     """Does ``phrase`` occur on the page word for word (case, punctuation and spacing ignored)?"""
-    toks = _TOKEN_RE.findall(phrase.lower())
+    toks = tokens(phrase)
     return bool(toks) and f" {' '.join(toks)} " in page.flat
 
 
@@ -155,7 +132,7 @@ def lexical_features(claim: str, page: PageTerms, doc_idf: dict[str, float] | No
     nums = list(dict.fromkeys(numbers(claim)))
     found = sum(1 for n in nums if n in page.numbers)
     ents = entities(claim)
-    ent_found = sum(1 for e in ents if all(part in page.words for part in _TOKEN_RE.findall(e)))
+    ent_found = sum(1 for e in ents if all(part in page.words for part in tokens(e)))
     terms = content_terms(claim)
     cov = sum(1 for t in terms if t in page.terms) / len(terms) if terms else 1.0
     if terms:

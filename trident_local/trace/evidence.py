@@ -38,9 +38,10 @@ import numpy as np
 from trident_local.docs.model import BBox, Document, EvidenceObject, Page, TextBlock
 from trident_local.docs.objects import CAPTION
 from trident_local.docs.paper_meta import normalize_label
+from trident_local.fusion import combsum, rrf_ranks
 from trident_local.retrieve.base import Hit
-from trident_local.retrieve.rrf import RRF_K
 from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
+from trident_local.text import RESULT_CUES, sentences, stemmer, windows
 
 if TYPE_CHECKING:
     from trident_local.index import Index
@@ -53,7 +54,6 @@ MIN_SPAN_CHARS = 40
 LABEL_BONUS = 1.0  # added to the fused score of an object the question names: beats any RRF sum
 TYPE_BOOST = 0.5  # fused score x (1 + TYPE_BOOST) for a type the question asks for
 PAGE_DEPTH = 40
-_SENT = re.compile(r"(?<=[.!?])(?<!\bal\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bFig\.)(?<!\bEq\.)\s+(?=[A-Z(\[])")
 _LABEL_MENTION = re.compile(
     r"\b(Table|Tab\.|Figure|Fig\.|Equation|Eq\.|Eqn\.|Algorithm|Alg\.)\s*\(?\s*(\d+[a-z]?|[IVX]+)\b\)?", re.I)
 TYPE_CUES: dict[str, re.Pattern[str]] = {
@@ -105,24 +105,6 @@ def _inside(inner: BBox, outer: BBox) -> float:
     return (x1 - x0) * (y1 - y0) / area
 
 
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT.split(" ".join(text.split())) if s.strip()]
-
-
-def _windows(sentences: list[str], max_words: int) -> list[str]:
-    out, cur, n = [], [], 0
-    for s in sentences:
-        w = len(s.split())
-        if cur and n + w > max_words:
-            out.append(" ".join(cur))
-            cur, n = [], 0
-        cur.append(s)
-        n += w
-    if cur:
-        out.append(" ".join(cur))
-    return out
-
-
 def text_spans(page: Page, max_words: int = SPAN_WORDS) -> list[EvidenceObject]:
     """Text-span objects of a page from its blocks, numbered in reading order."""
     boxes = [o.bbox for o in page.objects if o.type in ("table", "figure", "equation")]
@@ -139,7 +121,7 @@ def text_spans(page: Page, max_words: int = SPAN_WORDS) -> list[EvidenceObject]:
             continue  # rotated margin text (arXiv stamp)
         if any(_inside(b.bbox, box) > 0.5 for box in boxes):
             continue
-        for piece in _windows(split_sentences(text), max_words):
+        for piece in windows(sentences(text), max_words):
             out.append(EvidenceObject("", "text_span", page.number, b.bbox, text=piece))
     for i, o in enumerate(out, start=1):
         o.object_id = EvidenceObject.make_id(page.number, "text_span", i)
@@ -220,22 +202,9 @@ def doc_candidates(doc: Document) -> list[Candidate]:
 
 
 # -- retrieval ----------------------------------------------------------------------------------------------------
-def rrf_scores(rankings: Sequence[dict[int, int]], k0: int = RRF_K) -> dict[int, float]:
-    """Reciprocal rank fusion of rankings given as key -> 1-based rank (ties allowed): sum 1 / (k0 + rank)."""
-    out: dict[int, float] = {}
-    for ranking in rankings:
-        for key, rank in ranking.items():
-            out[key] = out.get(key, 0.0) + 1.0 / (k0 + rank)
-    return out
-
-
 def label_mentions(question: str) -> set[str]:
     """Normalized labels the question names: {"table3", "figure2", "eq4", "algorithm1"}."""
     return {normalize_label(f"{m.group(1)} {m.group(2)}") for m in _LABEL_MENTION.finditer(question)}
-
-
-_NUMERIC_CUE = re.compile(r"\b(accuracy|accuracies|f1|f-1|scores?|statistics|test size|percentage|results?|"
-                         r"performance)\b", re.I)
 
 
 def type_weights(question: str, answer_format: str = "free_form") -> dict[str, float]:
@@ -250,14 +219,9 @@ def type_weights(question: str, answer_format: str = "free_form") -> dict[str, f
         return w
     if answer_format == "table":
         w["table"] *= 2.0
-    elif _NUMERIC_CUE.search(question):
+    elif RESULT_CUES.search(question):
         w["table"] *= 1 + TYPE_BOOST / 2
     return w
-
-
-def _minmax(x: np.ndarray) -> np.ndarray:
-    lo, hi = float(x.min()), float(x.max())
-    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
 
 
 class ObjectRetriever:
@@ -284,7 +248,7 @@ class ObjectRetriever:
 
     def paper_id(self, doc_id: str) -> str:
         if doc_id not in self._paper_ids:
-            from trident_local.retrieve.papers import paper_record
+            from trident_local.trace.papers import paper_record
 
             self._paper_ids[doc_id] = paper_record(self.store, doc_id).paper_id
         return self._paper_ids[doc_id]
@@ -337,18 +301,16 @@ class ObjectRetriever:
         """Candidates of ``doc_ids`` ranked for ``question``, best first."""
         import bm25s
 
-        from trident_local.retrieve.bm25 import _stemmer
-
         doc_ids = list(doc_ids)
         rows: list[tuple[str, Candidate]] = [(d, c) for d in doc_ids for c in self.candidates(d)]
         if not rows:
             return []
         rankings: list[dict[int, int]] = []  # row -> 1-based rank
         scores: list[np.ndarray] = []  # raw scores of the text rankings (for fusion="combsum")
-        q = bm25s.tokenize([question], stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False)
+        q = bm25s.tokenize([question], stopwords="en", stemmer=stemmer(), return_ids=False, show_progress=False)
         terms = q[0] if q and q[0] else []
         if terms:
-            tokens = bm25s.tokenize([c.search_text or " " for _, c in rows], stopwords="en", stemmer=_stemmer(),
+            tokens = bm25s.tokenize([c.search_text or " " for _, c in rows], stopwords="en", stemmer=stemmer(),
                                     show_progress=False)
             bm = bm25s.BM25()
             bm.index(tokens, show_progress=False)
@@ -368,9 +330,9 @@ class ObjectRetriever:
         if page_rank:  # objects on one page share the page's rank
             rankings.append({i: page_rank[(d, c.obj.page)] for i, (d, c) in enumerate(rows)
                              if (d, c.obj.page) in page_rank})
-        fused = rrf_scores(rankings)
+        fused = rrf_ranks(rankings)
         if self.fusion == "combsum" and scores:
-            comb = sum(_minmax(x) for x in scores) / len(scores)
+            comb = combsum(scores)
             if page_rank:
                 worst = max(page_rank.values()) + 1
                 pr = np.array([1.0 - (page_rank.get((d, c.obj.page), worst) - 1) / worst for d, c in rows])

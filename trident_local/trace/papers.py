@@ -37,6 +37,7 @@ from trident_local.errors import TridentError
 from trident_local.retrieve.base import Hit
 from trident_local.retrieve.rrf import rrf_fuse
 from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
+from trident_local.text import stemmer
 
 if TYPE_CHECKING:
     from trident_local.index import Index
@@ -166,15 +167,13 @@ class PaperIndex:
     def _head_bm25(self, question: str) -> list[Hit]:
         import bm25s
 
-        from trident_local.retrieve.bm25 import _stemmer
-
         recs = self.records()
         if self._bm25 is None:
-            tokens = bm25s.tokenize([r.head_text or r.file_name for r in recs], stopwords="en", stemmer=_stemmer(),
+            tokens = bm25s.tokenize([r.head_text or r.file_name for r in recs], stopwords="en", stemmer=stemmer(),
                                     show_progress=False)
             self._bm25 = bm25s.BM25()
             self._bm25.index(tokens, show_progress=False)
-        q = bm25s.tokenize([question], stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False)
+        q = bm25s.tokenize([question], stopwords="en", stemmer=stemmer(), return_ids=False, show_progress=False)
         terms = q[0] if q and q[0] else []
         if not terms:
             return []

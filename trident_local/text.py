@@ -1,0 +1,274 @@
+"""Text analysis shared by every stage: words, stop words, stemming, terms, sentences, windows, question cues.
+
+One home so that concept naming, the no-model reranker, the extractive answerers,
+the support scorer and the trace answerer agree on what a word, a sentence and a
+"how many" question are. Stemming is Snowball English via PyStemmer.
+
+Three stop-word lists stay distinct because results depend on them:
+:data:`STOP_WORDS` (scikit-learn's English list plus document-QA filler; terms for
+concepts, reranking and extractive answers), :data:`CLAIM_STOP_WORDS` (function
+and question words only, so that "first", "last", "several" still count when a
+claim is checked against a page) and :data:`TRACE_STOP_WORDS` (a short list plus
+the words every question about papers uses: "paper", "value", "reported").
+
+Sentences come in two styles: :func:`sentences` (prose, abbreviation-aware,
+white space collapsed) and :func:`page_sentences` (page text: a blank line also
+ends a unit); :func:`sentence_spans` gives character spans for text that must be
+cut and put back together (citation parsing).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+# -- stop words -------------------------------------------------------------------------------------------------------
+_QA_FILLER = {"according", "report", "document", "page", "pages", "does", "did", "shown", "show", "shows", "using",
+              "used", "use", "based", "also", "many", "much", "percentage", "number", "total"}
+STOP_WORDS = frozenset(ENGLISH_STOP_WORDS | _QA_FILLER)
+
+CLAIM_STOP_WORDS = frozenset("""a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can cannot could did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his i if in into is it its itself let me more most my
+    myself nor not of off on once only or other ought our ours ourselves out over own same she should so some such
+    than that the their theirs them themselves then there these they this those through to too under until up very
+    was we were what when where which while who whom why with would you your yours yourself yourselves how many much
+    whose according answer question please write list format given shown show shows s t also among per via will may
+    might must shall etc""".split())  # noqa: SIM905
+
+TRACE_STOP_WORDS = frozenset("""a an the of in on for to and or is are was were be been by with as at from that this
+    these those it its which what who whom whose when where why how does do did can could would should will shall may
+    might than then there their they them we our us you your he she his her i me my not no yes into over under between
+    among about after before paper papers work study show shows shown reported report according value values number
+    use used using""".split())  # noqa: SIM905
+
+
+# -- words, stems, terms ----------------------------------------------------------------------------------------------
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]|\d+(?:[.,]\d+)*%?")
+_TOKEN = re.compile(r"[a-z0-9]+")
+_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*|\d+(?:\.\d+)?")
+
+
+@lru_cache(maxsize=1)
+def stemmer() -> Any:
+    """The Snowball English stemmer (PyStemmer), built once; bm25s takes it as its ``stemmer``."""
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def stem_words(ws: Sequence[str]) -> list[str]:
+    """Snowball stems of ``ws`` (lower-cased words), in order."""
+    return stemmer().stemWords(list(ws)) if ws else []
+
+
+def stem(w: str) -> str:
+    return stemmer().stemWord(w)
+
+
+def words(text: str) -> list[str]:
+    """Surface words (original case) and numbers, in order."""
+    return _WORD.findall(text)
+
+
+def identifiers(text: str) -> list[str]:
+    """Words as names are written (letters then letters or digits, joined by - or ': "GPT-4", "BM25") and
+    decimal numbers, in order."""
+    return _IDENT.findall(text)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased runs of letters and digits ("gpt-4" -> "gpt", "4")."""
+    return _TOKEN.findall(text.lower())
+
+
+def term_pairs(text: str) -> list[tuple[str, str]]:
+    """(stemmed term, surface word) for each content word, in order."""
+    kept = []
+    for w in words(text):
+        lw = w.lower()
+        if lw in STOP_WORDS or (len(lw) < 2 and not lw.isdigit()):
+            continue
+        kept.append((lw.replace(",", "") if lw[0].isdigit() else lw, w))
+    stems = iter(stem_words([t for t, _ in kept if not t[0].isdigit()]))
+    return [(t if t[0].isdigit() else next(stems), w) for t, w in kept]
+
+
+def terms(text: str) -> list[str]:
+    """Stemmed content terms in order (numbers kept as written, minus thousands separators)."""
+    return [t for t, _ in term_pairs(text)]
+
+
+def content_terms(text: str, stop: frozenset[str] = CLAIM_STOP_WORDS) -> list[str]:
+    """Stemmed content words of ``text`` (stop words and bare numbers left out), de-duplicated, in order."""
+    toks = [t for t in tokens(text) if t not in stop and not t.isdigit() and len(t) > 1]
+    return list(dict.fromkeys(stem_words(toks)))
+
+
+def idf_table(docs: Sequence[Iterable[str]]) -> dict[str, float]:
+    """Smoothed IDF, log(1 + N / df), over term collections."""
+    df: Counter[str] = Counter()
+    for d in docs:
+        df.update(set(d))
+    n = max(len(docs), 1)
+    return {t: math.log(1.0 + n / c) for t, c in df.items()}
+
+
+def weighted_overlap(
+    query: Sequence[str], text_terms: Iterable[str], idf: dict[str, float], default_idf: float
+) -> float:
+    """Share of the query's IDF mass whose terms occur in the text (0..1)."""
+    q = set(query)
+    if not q:
+        return 0.0
+    have = set(text_terms)
+    total = sum(idf.get(t, default_idf) for t in q)
+    return sum(idf.get(t, default_idf) for t in q if t in have) / total if total else 0.0
+
+
+def top_terms(groups: Sequence[Sequence[str]], n: int = 3) -> list[list[str]]:
+    """Most distinctive terms per group (class-based TF-IDF: frequency in the group x log(1 + groups/df))."""
+    idf = idf_table(groups)
+    out = []
+    for g in groups:
+        tf = Counter(t for t in g if not t[0].isdigit() and len(t) > 2)
+        ranked = sorted(tf, key=lambda t: (-tf[t] * idf.get(t, 0.0), t))
+        out.append(ranked[:n])
+    return out
+
+
+# -- sentences and windows --------------------------------------------------------------------------------------------
+_PROSE_SENT = re.compile(r"(?<=[.!?])(?<!\bal\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bFig\.)(?<!\bEq\.)\s+(?=[A-Z(\[])")
+_PAGE_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(])|\n{2,}")
+_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s|$)")
+_ENUMERATOR = re.compile(r"(?:^|\n)[ \t]*\d{1,2}$")  # "2." opening a numbered list item
+_BREAK = re.compile(r"\n\s*\n|\n(?=[ \t]*(?:[-*•]|\d{1,2}[.)])\s)")
+ABBREVIATIONS = frozenset({
+    "e.g", "i.e", "etc", "fig", "figs", "no", "vs", "al", "cf", "approx", "mr", "mrs", "ms", "dr", "st", "inc",
+    "ltd", "co", "corp", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+    "eq", "sec", "tab", "vol", "ch", "ed", "p", "pp", "u.s", "u.k", "jr", "sr",
+})
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of prose, white space collapsed; "et al.", "e.g.", "i.e.", "Fig.", "Eq." do not end one."""
+    return [s.strip() for s in _PROSE_SENT.split(" ".join(text.split())) if s.strip()]
+
+
+def page_sentences(text: str) -> list[str]:
+    """Units of a page's text: sentences, and a blank line ends one too (headings, list items); not collapsed."""
+    return _PAGE_SENT.split(text)
+
+
+def _is_abbrev(text: str, dot: int) -> bool:
+    """Does the period at ``dot`` close an abbreviation ("e.g.", "Fig.") or an initial ("J.")?"""
+    m = re.search(r"([A-Za-z][A-Za-z.]*)$", text[:dot])
+    if not m:
+        return False
+    word = m.group(1).lower()
+    return word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) spans of the sentences of ``text``, white space between them excluded; blank lines and list
+    items ("- ", "2. ") start a new one."""
+    cuts = {0, len(text)}
+    for m in _END.finditer(text):
+        if text[m.start()] == "." and (_is_abbrev(text, m.start()) or _ENUMERATOR.search(text[: m.start()])):
+            continue
+        cuts.add(m.end())
+    for m in _BREAK.finditer(text):
+        cuts.add(m.start())
+    spans = []
+    bounds = sorted(cuts)
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        seg = text[a:b]
+        if seg.strip():
+            lead = len(seg) - len(seg.lstrip())
+            spans.append((a + lead, a + len(seg.rstrip())))
+    return spans
+
+
+def windows(sents: Sequence[str], max_words: int) -> list[str]:
+    """Runs of whole sentences of at most ``max_words`` words (a longer sentence stands alone)."""
+    out, cur, n = [], [], 0
+    for s in sents:
+        w = len(s.split())
+        if cur and n + w > max_words:
+            out.append(" ".join(cur))
+            cur, n = [], 0
+        cur.append(s)
+        n += w
+    if cur:
+        out.append(" ".join(cur))
+    return out
+
+
+# -- question cues ----------------------------------------------------------------------------------------------------
+_CHOICES = re.compile(r"(\([A-Da-d]\)|\b[A-D][.)]\s|\boptions?\s*:|\bchoose\b|\bwhich of the following\b|"
+                      r"\bor\b[^?]*\?\s*$)", re.I)
+_SHORT = re.compile(r"^\s*(how many|how much|what (?:year|date|time|percentage|percent|number|is the (?:name|number|"
+                    r"value|total|amount|title|url|email))|which year|when|who|whom|whose|what's the (?:name|number))\b", re.I)
+_NUMERIC = re.compile(r"\b(how many|how much|percentage|percent|proportion|ratio|rate|number of|amount|total|"
+                      r"average|median|sum|difference|increase|decrease|growth|cost|price|revenue|value)\b", re.I)
+_LOCATION = re.compile(r"\b(where|which (?:page|section|chapter|slide|part|figure|table)|in which (?:page|section|"
+                       r"chapter|slide|part)|what page|what section|located)\b", re.I)
+_EXPECT: list[tuple[str, re.Pattern[str]]] = [
+    ("percent", re.compile(r"\b(percentage|percent|share of|proportion)\b", re.I)),
+    ("money", re.compile(r"\b(how much money|cost|price|revenue|income|spend|spent|paid|salary|budget|dollars?|"
+                         r"usd)\b", re.I)),
+    ("count", re.compile(r"\b(how many|number of|count)\b", re.I)),
+    ("year", re.compile(r"\b(what year|which year|in what year|when)\b", re.I)),
+    ("number", re.compile(r"\b(how much|how long|how old|ratio|rate|average|median|score|value)\b", re.I)),
+]
+STRUCTURAL_CUES = re.compile(r"\b(section|sections|chapter|appendix|page|pages|slide|slides|table of contents|heading|title|part|"
+                             r"introduction|conclusion|abstract|summary|overview|first|last|final|beginning|end|cover|footnote|"
+                             r"references?|bibliography)\b", re.I)
+ENTITY_CUES = re.compile(r"\b(how much|how many|what percentage|what percent|what year|which year|when|who|whom|whose|name of|"
+                         r"what is the (?:number|value|amount|total|rate|ratio|price|cost))\b", re.I)
+# Questions about papers (trace): a number asked for, a named thing asked for, an explanation, an extreme.
+NUMERIC_QUESTION = re.compile(
+    r"\b(how many|how much|what percentage|what proportion|what fraction|which year|what year|how large|how long|"
+    r"how big|how high|how low|by how much|what (?:is |was |are |were )?(?:the )?(?:[\w-]+ ){0,3}(?:number|"
+    r"percentage|proportion|ratio|accuracy|score|f1|f-1|value|weight|size|count|total|average|mean|rate|"
+    r"precision|recall|macro-f1|micro-f1|bleu|rouge|auc|gain|improvement|drop|cost|time|alpha|threshold))\b", re.I)
+ENTITY_QUESTION = re.compile(
+    r"\b(?:which|what)\s+(?:[\w-]+\s+){0,4}?(system|model|method|approach|framework|toolkit|tool|library|"
+    r"dataset|benchmark|work|metric|algorithm|retriever|baseline|technique|module|architecture|corpus|"
+    r"language model|llm|solver|reasoner)s?\b|\bwhich (?:system|one) is it\b", re.I)
+EXPLAIN_QUESTION = re.compile(
+    r"\bwhat (?:does|do|did) (.+?) (represent|denote|indicate|stand for|mean|measure|show)s?\b", re.I)
+SUPERLATIVE = re.compile(r"\b(highest|best|largest|most|greatest|top|maximum|lowest|worst|smallest|least|fewest|"
+                         r"minimum)\b", re.I)
+LOW_SUPERLATIVES = frozenset({"lowest", "worst", "smallest", "least", "fewest", "minimum"})
+RESULT_CUES = re.compile(r"\b(accuracy|accuracies|f1|f-1|scores?|statistics|test size|percentage|results?|"
+                         r"performance)\b", re.I)
+
+
+_KINDS = [("multiple-choice", _CHOICES), ("short-extractive", _SHORT)]
+_ANSWER_TYPES = [("location", _LOCATION), ("numeric", _NUMERIC)]  # location first: "which page shows the revenue"
+
+
+def _first_cue(question: str, cues: Sequence[tuple[str, re.Pattern[str]]], default: str) -> str:
+    return next((name for name, rx in cues if rx.search(question)), default)
+
+
+def question_kind(question: str) -> str:
+    """ "multiple-choice", "short-extractive" or "open"."""
+    return _first_cue(question, _KINDS, "open")
+
+
+def answer_type(question: str) -> str:
+    """ "location", "numeric" or "other"."""
+    return _first_cue(question, _ANSWER_TYPES, "other")
+
+
+def expected_type(question: str) -> str:
+    """The kind of span an extractive answer looks for: percent, money, count, year, number or text."""
+    return _first_cue(question, _EXPECT, "text")

@@ -1,0 +1,71 @@
+"""A trace answer from a chat model: one call over the evidence records, the reply read strictly.
+
+The reply is parsed as JSON ``{"answer": ...}`` and repaired only where safe (code fences, a bare value
+instead of the object, a letter with its choice text, via the scorer's own readers in
+:mod:`trident_local.trace.formats`); :class:`~trident_local.errors.ModelOutputError` when it stays unusable,
+so that the caller can fall back to the extractive answer and say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from trident_local.errors import ModelOutputError
+from trident_local.trace.evidence import Evidence
+from trident_local.trace.formats import as_table, mc_letter
+from trident_local.trace.prompts import SYSTEM, answer_schema, evidence_records, format_instructions
+
+if TYPE_CHECKING:
+    from trident_local.models.protocols import ChatModel
+
+
+def parse_model_answer(text: str, fmt: str, choices: Sequence[str]) -> tuple[Any, list[str]]:
+    """(answer, repairs) from a model's reply; raises ModelOutputError when no usable answer is in it."""
+    from trident_local.models.json_output import parse_json
+
+    repairs: list[str] = []
+    try:
+        value = parse_json(text)
+    except ModelOutputError:
+        raw = text.strip().strip('"').strip()
+        if not raw or fmt == "table" and len(as_table(raw)) < 2:
+            raise
+        value, repairs = {"answer": raw}, ["reply was not JSON: taken as the answer text"]
+    if isinstance(value, Mapping):
+        if "answer" not in value:
+            raise ModelOutputError(f"model reply has no 'answer': {str(value)[:200]}")
+        ans = value["answer"]
+    else:
+        ans = value
+        repairs.append("reply was a bare value, not {'answer': ...}")
+    if fmt == "multiple_choice":
+        letter = mc_letter(ans, choices)
+        if letter is None:
+            raise ModelOutputError(f"no choice letter in model answer {str(ans)[:100]!r}")
+        if letter != str(ans).strip():
+            repairs.append(f"answer {str(ans)[:60]!r} read as {letter}")
+        return letter, repairs
+    if fmt == "table":
+        rows = as_table(ans)
+        if len(rows) < 2:
+            raise ModelOutputError(f"model table answer has fewer than two rows: {str(ans)[:100]!r}")
+        return rows, repairs
+    if isinstance(ans, list | dict):
+        raise ModelOutputError(f"free-form answer is not a string: {str(ans)[:100]!r}")
+    return str(ans).strip(), repairs
+
+
+def model_answer(chat: ChatModel, question: str, fmt: str, choices: Sequence[str],
+                 evidence: Sequence[Evidence], max_tokens: int = 256) -> tuple[Any, list[str]]:
+    from trident_local.models.protocols import ChatRequest, Message, SamplingParams
+
+    user = (f"Question: {question}\n{format_instructions(fmt, choices)}\n\nEvidence:\n"
+            f"{evidence_records(evidence) or '(none)'}")
+    req = ChatRequest([Message("system", SYSTEM), Message("user", user)],
+                      params=SamplingParams(max_tokens=max_tokens if fmt != "table" else 4 * max_tokens),
+                      json_schema=answer_schema(fmt, len(choices)), tag="trace")
+    res = chat.chat([req])[0]
+    if res.error:
+        raise ModelOutputError(f"model call failed: {res.error}")
+    return parse_model_answer(res.text, fmt, choices)
