@@ -152,7 +152,7 @@ class Index:
 
         runner = StageRunner(self.store, self.stages())
         with self.store.writer_lock():
-            todo = self._triage(expand_paths(paths), ["ingest", *runner.names], finish)
+            todo = self.triage(expand_paths(paths), ["ingest", *runner.names], finish)
             with ParserProcesses(workers, self.config.ocr, close_fds=[self.store.lock_fd]) as parser:
                 parser.queue([(p, d) for p, d in todo if not self._ingested(d)])
                 for path, doc_id in todo:
@@ -165,7 +165,7 @@ class Index:
         entry = self.store.manifest.documents.get(doc_id)
         return bool(entry and entry.stages.get("ingest"))
 
-    def _triage(self, files: list[Path], stage_names: list[str],
+    def triage(self, files: list[Path], stage_names: list[str],
                 finish: Callable[[FileResult], None]) -> list[tuple[Path, str]]:
         """(path, doc_id) of the files with work to do; unreadable and finished ones are reported."""
         todo = []

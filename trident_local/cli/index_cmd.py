@@ -31,7 +31,9 @@ def index(
     ocr: str = typer.Option(None, help="OCR profile for pages without text (tesseract | none)."),
     multivector: str = typer.Option(None, help="Page-image embedder profile for the colpali pool (e.g. colqwen2.5)."),
     annotate: bool = typer.Option(False, "--annotate", help="Also build the per-page Trident annotation."),
-    workers: int = typer.Option(2, min=1, help="Processes for PDF parsing."),
+    workers: int = typer.Option(2, min=1, help="Processes for PDF parsing (with --ray local: the cluster's CPUs)."),
+    ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
+                            help="Run on Ray: a cluster address (ray://host:10001, auto) or 'local' (needs the [ray] extra)."),
     json_out: str = json_option("the per-file report"),
 ) -> None:
     """Index PDFs: parse pages and evidence objects, OCR scanned pages, build retrieval pools.
@@ -71,7 +73,12 @@ def index(
             if res.status == "failed":
                 progress.console.print(f"[red]failed:[/red] {res.error}", highlight=False)
 
-        report = idx.add(files, workers=workers, on_file=on_file)
+        if ray:
+            from trident_local.scale.ray_index import add_with_ray
+
+            report = add_with_ray(idx, files, address=ray, workers=workers, on_file=on_file)
+        else:
+            report = idx.add(files, workers=workers, on_file=on_file)
 
     table = Table(title=f"{index_dir}: {len(report.files)} file(s) in {report.seconds:.1f} s")
     for col in ("file", "status", "pages", "doc_id", "note"):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -26,6 +29,36 @@ def load_sentence_transformer(model: str, device: str = "auto") -> Any:
         return _CACHE[key]
 
 
+@functools.cache
+def cpu_has_native_bf16() -> bool:
+    """Whether this x86 CPU multiplies bfloat16 in hardware (AMX or AVX512-BF16).
+
+    Only there is bf16 autocast faster than float32 (about 2x for MiniLM); elsewhere
+    oneDNN emulates it and it is slower.
+    """
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def autocast_dtype(dtype: str, device: str) -> str | None:
+    """The autocast dtype for ``encode`` ("bfloat16"/"float16"), or None for plain float32.
+
+    "auto": bfloat16 on CUDA and on CPUs with native bf16, float32 elsewhere. The
+    embeddings differ from float32 by a cosine of about 1e-4, below what moves a ranking.
+    """
+    name = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "": "auto"}.get(dtype or "", dtype)
+    if name == "auto":
+        return "bfloat16" if device.startswith("cuda") or (device == "cpu" and cpu_has_native_bf16()) else None
+    if name == "float32":
+        return None
+    if name in ("bfloat16", "float16"):
+        return name
+    raise ValueError(f"unknown embedder dtype {dtype!r}; use auto, bfloat16, float16 or float32")
+
+
 class SentenceTransformerEmbedder:
     """`TextEmbedder` over a local sentence-transformers folder; rows are L2-normalised float32."""
 
@@ -35,15 +68,25 @@ class SentenceTransformerEmbedder:
         *,
         name: str = "sentence-transformers",
         device: str = "auto",
+        dtype: str = "auto",
         query_prefix: str = "",
         passage_prefix: str = "",
         max_tokens: int | None = None,
     ) -> None:
         self.name = name
         self._model = load_sentence_transformer(model, device)
+        self._device = str(self._model.device)
+        self.autocast = autocast_dtype(dtype, self._device.split(":")[0])
         self.dim = int(self._model.get_embedding_dimension())
         self.max_tokens = int(max_tokens or self._model.max_seq_length)
         self._prefix = {"query": query_prefix, "passage": passage_prefix}
+
+    def _precision(self):
+        if self.autocast is None:
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.autocast(self._device.split(":")[0], dtype=getattr(torch, self.autocast))
 
     def encode(
         self,
@@ -56,11 +99,12 @@ class SentenceTransformerEmbedder:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         prefix = self._prefix[kind]
-        emb = self._model.encode(
-            [prefix + t for t in texts],
-            batch_size=batch_size,
-            show_progress_bar=show_progress,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-        )
+        with self._precision():
+            emb = self._model.encode(
+                [prefix + t for t in texts],
+                batch_size=batch_size,
+                show_progress_bar=show_progress,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+            )
         return np.ascontiguousarray(emb, dtype=np.float32)

@@ -1,0 +1,175 @@
+"""`trident index --ray`: a Ray Data pipeline over the same per-document stages as `Index.add`.
+
+    files -> [parse: CPU tasks, `docs.workers.parse_pdf`] -> [prepare: actors holding the embedder,
+    the index's pool `prepare` stages] -> driver: `store.write_document` + `store.mark`
+    -> global pools built once at the end (`Index.build_pools`), all under the writer lock.
+
+Workers write per-document features (e.g. ``dense.npy``) atomically into the index directory,
+which therefore has to be on a filesystem every node sees; only the driver writes the manifest,
+so a killed run leaves a valid index and a re-run skips the finished documents. A file that
+fails (or crashes its task) fails only itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from trident_local.docs.model import Document
+from trident_local.docs.workers import parse_pdf
+from trident_local.errors import IngestError, TridentError
+from trident_local.index import AddReport, FileResult, Index, expand_paths
+
+log = logging.getLogger(__name__)
+
+
+def _parse(row: dict[str, Any], *, root: str, ocr_profile: str) -> dict[str, Any]:
+    """Ray task: the parsed document as JSON (or the stored one when ingestion already finished)."""
+    from trident_local.store.index_store import IndexStore
+
+    out = dict(row, doc_json="", error="")
+    try:
+        if row["resumed"]:
+            doc = IndexStore.open(root).document(row["doc_id"])
+        else:
+            doc = parse_pdf(row["path"], row["doc_id"], ocr_profile)
+        out["doc_json"] = json.dumps(doc.to_dict())
+    except IngestError as e:
+        out["error"] = str(e)
+    except Exception as e:  # one bad document must not stop the batch
+        out["error"] = f"{row['path']}: {type(e).__name__}: {e}"
+    return out
+
+
+class _Prepare:
+    """Ray actor: holds the index's models (loaded once) and runs its pools' per-document stages."""
+
+    def __init__(self, root: str):
+        self.index = Index.open(root)
+        self.stages = self.index.stages()  # the pools' prepare stages, as `Index.add` runs them
+
+    def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
+        if row["error"]:
+            return dict(row, prepared="")
+        done = set(filter(None, row["done"].split(",")))
+        prepared = []
+        try:
+            doc = Document.from_dict(json.loads(row["doc_json"]))
+            for stage in self.stages:
+                if stage.name not in done:
+                    stage.run(doc)
+                    prepared.append(stage.name)
+        except Exception as e:
+            return dict(row, prepared="", error=f"{row['path']}: {type(e).__name__}: {e}")
+        return dict(row, prepared=",".join(prepared))
+
+
+def _plan(index: Index, files: list[Path], stage_names: list[str],
+          finish: Callable[[FileResult], None]) -> list[dict[str, Any]]:
+    """Rows for the files still to do; finished and unreadable ones are reported right away."""
+    rows = []
+    for path, doc_id in index.triage(files, stage_names, finish):
+        entry = index.store.manifest.documents.get(doc_id)
+        done = [s for s, ok in (entry.stages.items() if entry else []) if ok]
+        rows.append({"path": str(path), "doc_id": doc_id, "resumed": "ingest" in done, "done": ",".join(done)})
+    return rows
+
+
+def add_with_ray(
+    index: Index,
+    paths: Iterable[str | Path],
+    *,
+    address: str = "local",
+    workers: int = 2,
+    on_file: Callable[[FileResult], None] | None = None,
+) -> AddReport:
+    """Index PDFs on Ray (``address``, or "local" for a local cluster of ``workers`` CPUs).
+
+    Same result as :meth:`Index.add`: documents, pages, objects and pool contents. Extra
+    per-document stages (``index.doc_stages``, e.g. annotation) run in the driver.
+    """
+    from trident_local.scale.ray_runtime import connect
+
+    ray, started = connect(address, num_cpus=workers)
+    try:
+        return _run(ray, index, paths, workers=workers, on_file=on_file)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _run(ray: Any, index: Index, paths: Iterable[str | Path], *, workers: int,
+         on_file: Callable[[FileResult], None] | None) -> AddReport:
+    t0 = time.perf_counter()
+    report = AddReport()
+    files = expand_paths(paths)
+    pool_stages = index.stages()[: len(index.stages()) - len(index.doc_stages)]
+    stage_names = ["ingest", *[s.name for s in index.stages()]]
+
+    def finish(res: FileResult) -> None:
+        report.files.append(res)
+        if on_file:
+            on_file(res)
+
+    root = str(index.store.root.resolve())
+    with index.store.writer_lock():
+        rows = _plan(index, files, stage_names, finish)
+        if rows:
+            ctx = ray.data.DataContext.get_current()
+            ctx.max_errored_blocks = len(rows)  # a task that crashes (a MuPDF segfault) fails only its file
+            ctx.enable_progress_bars = False
+            gpus = int(ray.cluster_resources().get("GPU", 0))
+            actors = gpus or max(1, workers)
+            ds = ray.data.from_items(rows, override_num_blocks=len(rows))
+            # Without GPUs Ray fuses parsing into the actors (each parses, then embeds, on one CPU);
+            # with GPUs parsing stays on CPU tasks and the actors (one per GPU) only run the models.
+            ds = ds.map(_parse, fn_kwargs={"root": root, "ocr_profile": index.config.ocr}, num_cpus=1)
+            if pool_stages:
+                ds = ds.map(_Prepare, fn_constructor_kwargs={"root": root},
+                            compute=ray.data.ActorPoolStrategy(min_size=1, max_size=actors),
+                            num_cpus=1, num_gpus=1 if gpus else 0)
+            else:
+                ds = ds.map(lambda r: dict(r, prepared=""))
+            seen: set[str] = set()
+            for row in ds.iter_rows():
+                seen.add(row["doc_id"])
+                _record(index, row, finish)
+            for row in rows:
+                if row["doc_id"] not in seen:
+                    finish(FileResult(row["path"], "failed", row["doc_id"],
+                                      error=f"{row['path']}: the worker processing this file crashed"))
+        index.build_pools()
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _record(index: Index, row: dict[str, Any], finish: Callable[[FileResult], None]) -> None:
+    """Driver side: register the document and its finished stages in the manifest, then run the
+    extra per-document stages (annotation) that are not distributed."""
+    path, doc_id = row["path"], row["doc_id"]
+    if row["error"]:
+        finish(FileResult(path, "failed", doc_id, error=row["error"]))
+        return
+    doc = Document.from_dict(json.loads(row["doc_json"]))
+    t1 = time.perf_counter()
+    try:
+        if not row["resumed"]:
+            index.store.write_document(doc)
+        for name in filter(None, row["prepared"].split(",")):
+            index.store.mark(doc_id, name)
+        for stage in index.doc_stages:
+            if not index.store.manifest.documents[doc_id].stages.get(stage.name):
+                stage.run(doc)
+                index.store.mark(doc_id, stage.name)
+    except TridentError:
+        raise
+    except Exception as e:
+        log.exception("indexing %s failed", path)
+        finish(FileResult(path, "failed", doc_id, error=f"{path}: {type(e).__name__}: {e}"))
+        return
+    finish(FileResult(path, "resumed" if row["resumed"] else "indexed", doc_id, doc.n_pages,
+                      time.perf_counter() - t1))
