@@ -15,9 +15,12 @@ import torch
 
 from trident_kernels.queries import PackedQueries
 
-# Per-block similarity tile budget in bytes (fp32). Measured on a 2-core AVX-512 box:
-# a few MiB keeps the tile in L2/L3 while the GEMM stays large enough to run at peak.
-DEFAULT_TILE_BYTES = 8 << 20
+# Per-block similarity tile budget in bytes (fp32): 64 MiB, i.e. 32k page tokens for
+# 512 query rows. Measured on a 2-core AVX-512/AMX box shared with other jobs (load
+# 24-36): every parallel op waits at an OpenMP barrier for a descheduled thread, so
+# the op count, not cache fit, sets wall time. 8 MiB tiles ran 1.7-2x slower there,
+# L2-sized (2 MiB) tiles 6x slower, although they win per CPU second on one thread.
+DEFAULT_TILE_BYTES = 64 << 20
 MIN_BLOCK_TOKENS = 1024
 MAX_BLOCK_TOKENS = 1 << 16
 # Above this many distinct page-length runs in one block, one segment_reduce call beats
@@ -43,9 +46,9 @@ class PageBlock:
         return first if np.all(self.lengths == first) else None
 
 
-def block_tokens_for(query_rows: int, element_size: int = 4, tile_bytes: int = DEFAULT_TILE_BYTES) -> int:
+def block_tokens_for(query_rows: int, element_size: int = 4, tile_bytes: int | None = None) -> int:
     """Page tokens per block so that a ``[query_rows, page_tokens]`` tile fits ``tile_bytes``."""
-    tokens = tile_bytes // (element_size * max(query_rows, 1))
+    tokens = (tile_bytes or DEFAULT_TILE_BYTES) // (element_size * max(query_rows, 1))
     return int(min(max(tokens, MIN_BLOCK_TOKENS), MAX_BLOCK_TOKENS))
 
 
