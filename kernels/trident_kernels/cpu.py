@@ -59,7 +59,9 @@ def bf16_exact(x: torch.Tensor) -> bool:
     return x.dtype == torch.bfloat16 or bool(torch.equal(x.to(torch.bfloat16).to(x.dtype), x))
 
 
-def use_bf16_gemm(pages_dtype: torch.dtype, queries: torch.Tensor, device: torch.device, dtype: torch.dtype) -> bool:
+def use_bf16_gemm(
+    pages_dtype: torch.dtype, queries: torch.Tensor, device: torch.device, dtype: torch.dtype
+) -> bool:
     """Exact fp32 scores from the CPU's bf16 matrix unit (AMX / AVX512-BF16).
 
     A product of two bf16 numbers is exact in fp32, and oneDNN's bf16 GEMM accumulates
