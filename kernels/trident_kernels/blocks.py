@@ -15,12 +15,11 @@ import torch
 
 from trident_kernels.queries import PackedQueries
 
-# Per-block similarity tile budget in bytes (fp32): 64 MiB, i.e. 32k page tokens for
-# 512 query rows. Measured on a 2-core AVX-512/AMX box shared with other jobs (load
-# 24-36): every parallel op waits at an OpenMP barrier for a descheduled thread, so
-# the op count, not cache fit, sets wall time. 8 MiB tiles ran 1.7-2x slower there,
-# L2-sized (2 MiB) tiles 6x slower, although they win per CPU second on one thread.
-DEFAULT_TILE_BYTES = 64 << 20
+# Per-block similarity tile budget in bytes (fp32). A few MiB keeps the tile near cache
+# while the GEMM stays large. 64 MiB tiles (fewer OpenMP barriers) ran 1.7-2x faster in
+# a short test at load ~30, but in the full benchmark they raised peak memory to 0.4-0.9x
+# colpali-engine's without a stable speed gain, so 8 MiB stays.
+DEFAULT_TILE_BYTES = 8 << 20
 MIN_BLOCK_TOKENS = 1024
 MAX_BLOCK_TOKENS = 1 << 16
 # Above this many distinct page-length runs in one block, one segment_reduce call beats
