@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from trident_kernels import (
     PackedPages,
     maxsim,
@@ -17,6 +16,7 @@ from trident_kernels import (
     quantize_pages,
 )
 from trident_kernels import blocks as blocks_mod
+from trident_kernels import cpu as cpu_mod
 from trident_kernels.packed import as_tensor
 
 DIM = 32
@@ -122,6 +122,34 @@ def test_half_inputs_accumulate_in_fp32(queries, pages, dtype):
     step = 2.0**-8 if dtype == torch.bfloat16 else 2.0**-11
     bound = step * torch.tensor([float(len(q)) for q in queries])[:, None]
     assert torch.all((native.double() - exact).abs() <= bound + 1e-6)
+
+
+@pytest.mark.parametrize("block_tokens", [None, 1, 40])
+@pytest.mark.parametrize("fast_bf16", [True, False])
+def test_bf16_pages_on_the_bf16_gemm_are_exact(queries, pages, block_tokens, fast_bf16, monkeypatch):
+    """bf16 x bf16 products are exact in fp32: the bf16 GEMM path (taken when the CPU has
+    AMX / AVX512-BF16) must agree with float64 as closely as the fp32 GEMM, on ragged and
+    empty pages, and leave torch's global matmul precision as it found it."""
+    monkeypatch.setattr(cpu_mod, "cpu_has_fast_bf16", lambda: fast_bf16)
+    q16 = [q.to(torch.bfloat16) for q in queries]
+    p16 = pack_pages(pages, dtype=torch.bfloat16)
+    taken = cpu_mod.use_bf16_gemm(torch.bfloat16, torch.cat(q16), torch.device("cpu"), torch.float32)
+    assert taken == (fast_bf16 and torch.backends.mkldnn.is_available())
+    before = torch.backends.mkldnn.matmul.fp32_precision
+    scores = maxsim(q16, p16, block_tokens=block_tokens)
+    assert torch.backends.mkldnn.matmul.fp32_precision == before
+    assert scores.dtype == torch.float32
+    assert_matches(scores, maxsim_reference(q16, p16))
+    assert float(scores[:, [1, 7]].abs().max()) == 0.0  # empty pages
+
+
+def test_bf16_gemm_only_for_bf16_valued_queries(queries, pages, monkeypatch):
+    """fp32 queries would be rounded by the bf16 GEMM: they must keep the fp32 GEMM."""
+    monkeypatch.setattr(cpu_mod, "cpu_has_fast_bf16", lambda: True)
+    q32 = torch.cat(queries)
+    assert not cpu_mod.use_bf16_gemm(torch.bfloat16, q32, torch.device("cpu"), torch.float32)
+    assert cpu_mod.use_bf16_gemm(torch.bfloat16, q32.bfloat16().float(), torch.device("cpu"), torch.float32)
+    assert not cpu_mod.use_bf16_gemm(torch.float16, q32.half(), torch.device("cpu"), torch.float32)
 
 
 def test_mixed_dtypes_are_promoted(queries, pages):

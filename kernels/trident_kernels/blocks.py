@@ -15,8 +15,10 @@ import torch
 
 from trident_kernels.queries import PackedQueries
 
-# Per-block similarity tile budget in bytes (fp32). Measured on a 2-core AVX-512 box:
-# a few MiB keeps the tile in L2/L3 while the GEMM stays large enough to run at peak.
+# Per-block similarity tile budget in bytes (fp32). A few MiB keeps the tile near cache
+# while the GEMM stays large. 64 MiB tiles (fewer OpenMP barriers) ran 1.7-2x faster in
+# a short test at load ~30, but in the full benchmark they raised peak memory to 0.4-0.9x
+# colpali-engine's without a stable speed gain, so 8 MiB stays.
 DEFAULT_TILE_BYTES = 8 << 20
 MIN_BLOCK_TOKENS = 1024
 MAX_BLOCK_TOKENS = 1 << 16
@@ -43,9 +45,9 @@ class PageBlock:
         return first if np.all(self.lengths == first) else None
 
 
-def block_tokens_for(query_rows: int, element_size: int = 4, tile_bytes: int = DEFAULT_TILE_BYTES) -> int:
+def block_tokens_for(query_rows: int, element_size: int = 4, tile_bytes: int | None = None) -> int:
     """Page tokens per block so that a ``[query_rows, page_tokens]`` tile fits ``tile_bytes``."""
-    tokens = tile_bytes // (element_size * max(query_rows, 1))
+    tokens = (tile_bytes or DEFAULT_TILE_BYTES) // (element_size * max(query_rows, 1))
     return int(min(max(tokens, MIN_BLOCK_TOKENS), MAX_BLOCK_TOKENS))
 
 
