@@ -33,6 +33,9 @@ def ask(
         None, "--k-max", min=1, help="Most pages to cite (default: the index's k_max)."
     ),
     json_flag: bool = typer.Option(False, "--json", help="Print the full result as JSON instead of tables."),
+    verify: bool = typer.Option(
+        True, "--verify/--no-verify", help="Check the answer against its cited pages before returning it."
+    ),
 ) -> None:
     """Retrieve a candidate pool, rerank it over annotated records, and answer with cited pages."""
     from trident_local.generate.ask import ask as run_ask
@@ -53,14 +56,13 @@ def ask(
         chat=chat,
         chat_name=chat_name,
         k_max=k_max,
+        verify=verify,
     )
     if json_flag:
         console.print_json(json.dumps(res.to_dict(), default=to_jsonable, ensure_ascii=False))
         return
     a = res.answer
-    console.print(f"[bold]Answer[/bold] ({a.mode}): {a.text}", highlight=False)
-    if a.support and a.support != a.text:
-        console.print(f"[dim]support (page {a.support_page}):[/dim] {a.support}", highlight=False)
+    print_answer(a)
     for name, text in a.lenses.items():
         console.print(f"[dim]{name} lens:[/dim] {text}", highlight=False)
     if a.synthesis:
@@ -98,6 +100,14 @@ def ask(
             highlight=False,
         )
     console.print("[dim]timings: " + ", ".join(f"{k} {v:.2f} s" for k, v in res.timings.items()) + "[/dim]")
+
+
+def print_answer(a) -> None:
+    """The answer, the strategy that made it, its support, evidence and self-check verdicts."""
+    from trident_local.cli.answer_view import answer_lines
+
+    for line in answer_lines(a):
+        console.print(line, highlight=False)
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 
 from trident_local.generate.gate import answer_type, gate
-from trident_local.generate.records import EXTRACTIVE, Answer, Citation
+from trident_local.generate.records import Answer, Citation
 from trident_local.models.protocols import ChatModel, TextEmbedder
 from trident_local.retrieve.base import Hit
 from trident_local.store.index_store import IndexStore
@@ -49,30 +49,17 @@ def answer_question(
     embedder: TextEmbedder | None = None,
     concept_hits: dict[tuple[str, int], list[str]] | None = None,
 ) -> Answer:
-    """An answer citing ``hits`` (best first); without ``chat`` the extractive default runs."""
+    """An answer citing ``hits`` (best first); without ``chat`` the evidence-first no-model strategy runs."""
     t0 = time.perf_counter()
     cites = citations(store, hits, concept_hits)
     if chat is None:
-        from trident_local.generate.extractive import extract_answer
+        from trident_local.generate.evidence_answer import answer_from_hits
 
         if embedder is None:
             from trident_local.models.profiles import build_model
 
             embedder = build_model("embedder", store.config.embedder)
-        pages = [store.document(h.doc_id).page(h.page) for h in hits]
-        ex = extract_answer(question, pages, embedder)
-        if ex.page is not None:  # the supporting page first
-            cites.sort(key=lambda c: c.page != ex.page)
-        return Answer(
-            question,
-            ex.answer,
-            EXTRACTIVE,
-            cites,
-            gate="no chat model: extractive",
-            support=ex.support,
-            support_page=ex.page,
-            seconds=time.perf_counter() - t0,
-        )
+        return answer_from_hits(store, question, hits, cites, embedder)
 
     from trident_local.generate import model_answer
     from trident_local.generate.pages import page_content

@@ -48,8 +48,13 @@ def ask(
     chat_name: str = "chat",
     embedder: TextEmbedder | None = None,
     k_max: int | None = None,
+    verify: bool = True,
 ) -> AskResult:
-    """Answer ``question`` over the index (or ``doc``); ``chat=None`` runs every stage's no-model strategy."""
+    """Answer ``question`` over the index (or ``doc``); ``chat=None`` runs every stage's no-model strategy.
+
+    ``verify``: check the answer's claims against its cited pages before returning it (see
+    :mod:`trident_local.generate.self_check`); the verdicts and their cost land in ``answer.verification``.
+    """
     if rerank not in RERANK_MODES:
         raise TridentError(f"--rerank must be one of {', '.join(RERANK_MODES)}, not {rerank!r}")
     if answer not in MODES:
@@ -97,6 +102,12 @@ def ask(
     else:
         ans = Answer(question, "Not answerable", "no pages retrieved")
     t["answer"] = time.perf_counter() - t2
+    if verify and final:
+        from trident_local.generate.self_check import self_check
+
+        t3 = time.perf_counter()
+        ans.verification = self_check(index.store, ans, chat=chat).to_dict()
+        t["verify"] = time.perf_counter() - t3
     t["total"] = time.perf_counter() - t0
     return AskResult(
         ans,
