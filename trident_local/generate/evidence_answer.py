@@ -79,10 +79,24 @@ class EvidenceAnswer:
     page: int | None = None  # the page the support is on
     computation: str = ""
     evidence: list[Passage] = field(default_factory=list)
+    candidate: str = ""  # the answer before the threshold (kept so that the threshold can be calibrated)
 
     @property
     def abstained(self) -> bool:
         return self.kind == "abstain"
+
+
+def _paragraphs(blocks: list[str]) -> list[str]:
+    """Blocks with sentence continuations joined: a display equation splits its sentence into blocks, and
+    the block after it ("where k = 60 ...") starts in lower case; it belongs with the lines before it."""
+    out: list[str] = []
+    for b in blocks:
+        t = b.strip()
+        if out and t[:1].islower():
+            out[-1] = f"{out[-1]} {t}"
+        elif t:
+            out.append(t)
+    return out
 
 
 def passages(pages: Sequence[Page]) -> tuple[list[Passage], list[Table]]:
@@ -90,8 +104,7 @@ def passages(pages: Sequence[Page]) -> tuple[list[Passage], list[Table]]:
     out: list[Passage] = []
     tables: list[Table] = []
     for rank, p in enumerate(pages):
-        blocks = [b.text for b in p.blocks] or [p.text]
-        for block in blocks:
+        for block in _paragraphs([b.text for b in p.blocks] or [p.text]):
             # a reference-list entry ("[2] G. Cormack, ...") stays whole: its parts mean nothing alone
             parts = [block] if _REFERENCE.match(block) else _SENT.split(block)
             for part in parts:
@@ -182,10 +195,10 @@ def evidence_answer(question: str, pages: Sequence[Page], embedder: TextEmbedder
         return EvidenceAnswer(ABSTAIN, "abstain", 0.0)
     evidence = ranked[:N_EVIDENCE]
     chosen = _choose(question, ranked, tables)
-    chosen.evidence = evidence
+    chosen.evidence, chosen.candidate = evidence, chosen.answer
     if chosen.confidence < threshold:
         return EvidenceAnswer(ABSTAIN, "abstain", chosen.confidence, chosen.support, chosen.page,
-                              chosen.computation, evidence)
+                              chosen.computation, evidence, chosen.answer)
     return chosen
 
 
@@ -209,4 +222,5 @@ def answer_from_hits(store: IndexStore, question: str, hits: Sequence[Hit], cite
         confidence=ea.confidence,
         evidence=[EvidencePassage(hits[p.rank].doc_id, p.page, p.text, round(p.score, 4)) for p in ea.evidence],
         computation=ea.computation,
+        candidate=ea.candidate,
     )

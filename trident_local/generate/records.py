@@ -50,6 +50,7 @@ class Answer:
     confidence: float | None = None  # no-model strategies: the calibrated confidence behind the answer
     evidence: list[EvidencePassage] = field(default_factory=list)  # best passages, shown even when abstaining
     computation: str = ""  # a computed answer written out ("95.2 - 74.5 = 20.7")
+    candidate: str = ""  # no-model strategies: the answer before the abstention threshold
     verification: dict[str, Any] | None = None  # the self-check of the answer's citations (None: skipped)
 
     @property

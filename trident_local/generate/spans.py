@@ -17,9 +17,11 @@ from dataclasses import dataclass
 
 from trident_local.annotate.entities import pattern_entities
 
-KINDS = ("ref", "percent", "money", "count", "year", "date", "number", "name", "text")
+KINDS = ("citation", "ref", "percent", "money", "count", "year", "date", "number", "name", "text")
 
 _EXPECT: list[tuple[str, re.Pattern[str]]] = [
+    ("citation", re.compile(r"\b(which|what) (reference|paper|work|citation|source|publication)s?\b.*\bcited\b|"
+                            r"\bwhich (reference|citation)\b", re.I)),
     ("ref", re.compile(r"\b(which|what) (figure|table|chart|equation|section|appendix)\b", re.I)),
     ("percent", re.compile(r"\b(percentage|percent|share of|proportion)\b", re.I)),
     ("year", re.compile(r"\b(what year|which year|in what year)\b", re.I)),
@@ -40,6 +42,8 @@ _EXPECT: list[tuple[str, re.Pattern[str]]] = [
 ]
 _COUNT = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\w%])|(?<![\w.,])\d{1,6}(?![\w.,%])")
 _NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w%])|(?<![\w.])-?\d+(?:\.\d+)?(?![\w%])")
+_ENTRY = re.compile(r"^\s*\[\d+\]\s+\S")
+_CITE = re.compile(r"\[\d+(?:\s*[,–-]\s*\d+)*\]|[A-Z][A-Za-z'-]+(?: et al\.?| and [A-Z][A-Za-z'-]+)?,? \(?(?:19|20)\d{2}\)?")
 _YEAR = re.compile(r"(?<![\w.])(?:19|20)\d{2}(?![\w.%])")
 _UNIT_AFTER = re.compile(
     r"^\s?(%|percent|per cent|million|billion|thousand|bn|mn|m\b|k\b|megawatt-hours?|megawatts?|mw\b|gw\b|kwh|"
@@ -107,6 +111,10 @@ def find_spans(text: str, kind: str) -> list[Span]:
             out += [s for k in ("percent", "money") for s in find_spans(text, k)]
             out.sort(key=lambda s: s.start)
         return out
+    if kind == "citation":  # a reference-list entry as a whole, else the in-text markers
+        if m := _ENTRY.match(text):
+            return [Span(text.strip(), kind, m.start())]
+        return [Span(m.group(0), kind, m.start()) for m in _CITE.finditer(text)]
     if kind == "year":
         return [Span(m.group(0), kind, m.start(), float(m.group(0))) for m in _YEAR.finditer(text)]
     wanted = {"ref": ("ref",), "percent": ("percent",), "money": ("money", "number"), "date": ("date",), "name": ("name",)}.get(kind)
