@@ -25,7 +25,7 @@ runner = CliRunner()
 QUESTIONS = [
     ("table value", "What was Helios Grid's revenue in the Coastal region in 2023?", "95.2", HELIOS, 2),
     ("table value", "What is the MRR of RRF fusion?", "0.56", PAPER, 2),
-    ("text value", "How many megawatts of new solar capacity were connected in 2023?", "412 megawatts", HELIOS, 1),
+    ("text value", "How many megawatts of new solar capacity were connected in 2023?", "412", HELIOS, 1),
     ("text date", "When did the Red Mesa farm start commercial operation?", "14 June 2023", HELIOS, 1),
     ("computed", "How much did Coastal revenue grow from 2022 to 2023?", "20.7", HELIOS, 2),
     ("figure", "Which figure shows recall as the pool grows?", "Figure 2", PAPER, 2),
