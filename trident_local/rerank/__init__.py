@@ -62,15 +62,16 @@ def rerank_pool(
     by_id = {r.page_id: h for r, h in zip(records, hits, strict=True)}
 
     if chat is None:
-        from trident_local.rerank.fused import adaptive_k, fused_scores
+        from trident_local.rerank.fused import fused_scores
+        from trident_local.rerank.gate import choose
 
         scores = fused_scores(index.store, question, qvec, records, keep)
-        order = sorted(range(len(records)), key=lambda i: (-float(scores[i]), i))
-        k = adaptive_k([float(scores[i]) for i in order], k_max)
-        chosen = [records[i].page_id for i in order[:k]]
+        picked, trusted = choose([float(s) for s in scores], k_max)
+        chosen = [records[i].page_id for i in picked]
         res = RerankResult(
             [], NO_MODEL, fields, scores={r.page_id: float(s) for r, s in zip(records, scores, strict=True)}
         )
+        res.kept_pool_order = not trusted
     else:
         from trident_local.rerank.model_rerank import model_rerank
 
