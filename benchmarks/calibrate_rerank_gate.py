@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool", default="rrf")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--pool-depth", type=int, default=20)
+    ap.add_argument("--limit", type=int, default=None, help="first N questions of each split (smoke runs)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "rerank_gate.json"))
     args = ap.parse_args(argv)
 
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = build_model("embedder", index.config.embedder)
     data = {}
     for split in ("calib", "test"):
-        recs = in_split(answerable, split_docs(args.split_file, split))
+        recs = in_split(answerable, split_docs(args.split_file, split))[: args.limit]
         print(f"{split}: {len(recs)} answerable questions", file=sys.stderr)
         data[split] = collect(index, recs, embedder, args.pool, args.pool_depth)
     k, r_key = args.k, f"recall@{args.k}"
