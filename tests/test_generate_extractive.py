@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from trident_local.generate.answer import answer_question
-from trident_local.generate.extractive import expected_type, pick_span
 from trident_local.generate.evidence_answer import STRATEGY
+from trident_local.generate.extractive import expected_type, pick_span
 from trident_local.generate.records import ABSTAINED
 from trident_local.index import Index
 from trident_local.retrieve.base import Hit
