@@ -77,7 +77,7 @@ def test_ask_before_annotation_says_what_to_run(index_dir: Path) -> None:
     res = runner.invoke(
         app, ["ask", "revenue?", "--index", str(index_dir), "--rerank", "none", "--pool", "bm25"]
     )
-    assert res.exit_code == 0 and "extractive (no model)" in flat(res)
+    assert res.exit_code == 0 and "evidence-first (no model)" in flat(res)
 
 
 def test_annotate_is_resumable(annotated: Path) -> None:
@@ -99,7 +99,7 @@ def test_ask_prints_answer_pages_and_timings(annotated: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     out = flat(res)
-    assert "Answer (extractive (no model)): 95.2" in out
+    assert "Answer (evidence-first (no model)): 95.2" in out
     assert "helios_annual_report_2023.pdf, page 2" in out and "Table 1" in out
     assert "timings:" in out and "rerank" in out
 
@@ -126,8 +126,10 @@ def test_ask_json_every_pool(annotated: Path, pool: str) -> None:
         "retrieve",
         "rerank",
         "answer",
+        "verify",
         "total",
     }
+    assert data["answer"]["verification"]["judges"] == {"text": "no-model-support-scorer"}
     assert (data["route"] is not None) == (pool == "xkg")
 
 
@@ -158,10 +160,12 @@ def test_eval_qa(annotated: Path, tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     s = json.loads(out.read_text())
-    assert s["n"] == 3 and s["skipped_bad_pages"] == 1 and s["answer"] == "extractive"
+    assert s["n"] == 3 and s["skipped_bad_pages"] == 1 and s["answer"] == "evidence-first"
     assert {"accuracy", "f1", "per_format", "per_source", "mean_k", "protocol"} <= set(s)
     rows = [json.loads(x) for x in run.read_text().splitlines()]
     assert [r["pred"] for r in rows] == ["95.2", "412", "Not answerable"]
+    assert all(r["confidence"] is not None and r["candidate"] for r in rows)
+    assert s["unanswerable"] == {"precision": 1.0, "recall": 1.0, "predicted": 1, "gold": 1}
     assert s["accuracy"] == 1.0 and s["f1"] == 1.0
     assert s["per_format"]["Int"] == {"n": 1, "accuracy": 1.0} and s["per_source"]["Table"]["n"] == 1
 

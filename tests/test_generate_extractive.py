@@ -1,4 +1,4 @@
-"""The extractive CPU default: best-supported sentence or table cell, typed spans, "Not answerable"."""
+"""The no-model answer path: typed spans (extractive helpers) and the evidence-first answer over sample pages."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from trident_local.generate.answer import answer_question
+from trident_local.generate.evidence_answer import STRATEGY
 from trident_local.generate.extractive import pick_span
-from trident_local.generate.records import EXTRACTIVE, NOT_ANSWERABLE
+from trident_local.generate.records import ABSTAINED
 from trident_local.index import Index
 from trident_local.retrieve.base import Hit
 from trident_local.text import expected_type
@@ -53,7 +54,7 @@ def test_pick_span_nearest_to_question_terms() -> None:
 
 def test_table_cell(index: Index) -> None:
     a = ask(index, "What was the revenue of the Coastal region in 2023?", [2, 1])
-    assert a.mode == EXTRACTIVE and a.text == "95.2" and a.support_page == 2 and "Coastal" in a.support
+    assert a.mode == STRATEGY and a.text == "95.2" and a.support_page == 2 and "Coastal" in a.support
     assert a.citations[0].page == 2
 
 
@@ -67,4 +68,4 @@ def test_span_from_sentence_and_citation_order(index: Index) -> None:
 
 def test_not_answerable_when_nothing_matches(index: Index) -> None:
     a = ask(index, "Who painted the Mona Lisa?", [1, 2, 3])
-    assert a.text == NOT_ANSWERABLE and not a.answerable
+    assert a.text == ABSTAINED and not a.answerable and a.evidence  # the best passages are still shown

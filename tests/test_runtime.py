@@ -93,7 +93,8 @@ def test_one_chat_model_across_pool_rerank_answer_and_verify(index_dir: Path, co
     assert sorted(ix.models.builds) == [("chat", counting_profile), ("embedder", "minilm")]  # each once
     assert res.route is not None and res.route["source"] == "model:counting"
     assert res.rerank["mode"] == "model:counting" and res.answer.mode == "plain:counting"
-    assert res.answer.text == "95.2" and res.verification and res.verification[0]["verdict"] == "supported"
+    check = res.answer.verification
+    assert res.answer.text == "95.2" and check and check["claims"][0]["verdict"] == "supported"
     assert "verify" in res.timings
 
 

@@ -42,7 +42,7 @@ def ask(
         None, "--k-max", min=1, help="Most pages to cite (default: the index's k_max)."
     ),
     verify: bool = typer.Option(
-        False, "--verify", help="Judge the answer against each cited page (the chat model, or the no-model scorer)."
+        True, "--verify/--no-verify", help="Check the answer against its cited pages before returning it."
     ),
     json_out: str = json_option("the full result"),
 ) -> None:
@@ -60,9 +60,7 @@ def ask(
     res = run_ask(idx, question, options, doc=doc or None)
     write_json(json_out, res.to_dict())
     a = res.answer
-    console.print(f"[bold]Answer[/bold] ({a.mode}): {a.text}", highlight=False)
-    if a.support and a.support != a.text:
-        console.print(f"[dim]support (page {a.support_page}):[/dim] {a.support}", highlight=False)
+    print_answer(a)
     for name, text in a.lenses.items():
         console.print(f"[dim]{name} lens:[/dim] {text}", highlight=False)
     if a.synthesis:
@@ -103,6 +101,14 @@ def ask(
             highlight=False,
         )
     console.print("[dim]timings: " + ", ".join(f"{k} {v:.2f} s" for k, v in res.timings.items()) + "[/dim]")
+
+
+def print_answer(a) -> None:
+    """The answer, the strategy that made it, its support, evidence and self-check verdicts."""
+    from trident_local.cli.answer_view import answer_lines
+
+    for line in answer_lines(a):
+        console.print(line, highlight=False)
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

@@ -21,7 +21,7 @@ def demo(
     """Index PDFs on the CPU defaults (no model weights needed) and answer a question with cited pages.
 
     Runs `trident index` then `trident ask`: BM25 + MiniLM dense retrieval fused by RRF, the
-    no-model annotated rerank, and an extractive answer that cites its pages.
+    no-model annotated rerank, and the evidence-first no-model answer, self-checked against its pages.
     """
     from trident_local.cli.ask_cmd import ask
     from trident_local.cli.index_cmd import index
@@ -39,7 +39,7 @@ def demo(
             raise
     console.rule(f"[bold]2. ask: {question}")
     ask(question=question, index_dir=index_dir, doc=None, pool="rrf", rerank="annotated", fields="full",
-        answer="auto", profile=None, k_max=None, json_out=None)
+        answer="auto", profile=None, k_max=None, json_out=None, verify=True)
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

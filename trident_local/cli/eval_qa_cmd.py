@@ -35,6 +35,9 @@ def qa(
     limit: int = typer.Option(None, help="Only the first N questions (quick checks)."),
     json_out: str = json_option("the summary"),
     run_out: Path = typer.Option(None, "--run", help="Write per-question predictions and scores as JSONL."),
+    split_file: Path = typer.Option(None, help="Document split JSON (benchmarks/make_doc_split.py)."),
+    split: str = typer.Option("test", help="Which split of --split-file to run (calib | test)."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Self-check every answer (its cost is timed)."),
 ) -> None:
     """Accuracy (mean score) and F1 over all questions, unanswerable ones included, with breakdowns."""
     from trident_local.evaluate.qa_run import run_qa
@@ -43,9 +46,14 @@ def qa(
     from trident_local.store.atomic import atomic_write_text
 
     idx = Index.open(index_dir)
-    options = AskOptions(pool=pool, rerank=rerank, fields=fields, answer=answer)
+    options = AskOptions(pool=pool, rerank=rerank, fields=fields, answer=answer, verify=verify)
     rep = load_benchmark(idx.store, dataset, adapter.value)
-    records = rep.records[:limit] if limit else rep.records
+    records = rep.records
+    if split_file is not None:
+        from trident_local.evaluate.doc_split import in_split, split_docs
+
+        records = in_split(records, split_docs(split_file, split))
+    records = records[:limit] if limit else records
     if profile is not None:
         idx.models.use_profile("chat", profile)
     chat_name = idx.models.profile_name("chat")
@@ -56,7 +64,7 @@ def qa(
     s = report.summary
     table = Table(
         title=f"QA on {dataset.name}: {s['n']} questions ({pool}, rerank {rerank}, answer "
-        f"{'extractive' if chat is None else answer})"
+        f"{'evidence-first' if chat is None else answer})"
     )
     for col in ("accuracy", "f1", "mean K", *[f"acc {k}" for k in s["per_format"]]):
         table.add_column(col, justify="right")
@@ -67,6 +75,15 @@ def qa(
         *[f"{v['accuracy']:.3f} ({v['n']})" for v in s["per_format"].values()],
     )
     console.print(table)
+    u = s["unanswerable"]
+    console.print(
+        "unanswerable: precision "
+        + ("-" if u["precision"] is None else f"{u['precision']:.3f}")
+        + ", recall "
+        + ("-" if u["recall"] is None else f"{u['recall']:.3f}")
+        + f" ({u['predicted']} predicted, {u['gold']} gold); self-check {s['self_check']}",
+        highlight=False,
+    )
     console.print(f"[dim]protocol: {s['protocol']}[/dim]")
     write_json(
         json_out,
@@ -75,7 +92,8 @@ def qa(
             "pool": pool,
             "rerank": rerank,
             "fields": fields,
-            "answer": answer if chat is not None else "extractive",
+            "answer": answer if chat is not None else "evidence-first",
+            "split": f"{split_file}:{split}" if split_file is not None else "all",
             "profile": chat_name,
             **s,
             "skipped_bad_pages": len(rep.bad_pages),

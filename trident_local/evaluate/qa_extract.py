@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trident_local.errors import ModelOutputError
+from trident_local.generate.records import is_not_answerable
 from trident_local.models.json_output import parse_json
 from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
 
@@ -78,8 +79,8 @@ def parse_extraction(text: str) -> Extraction:
 
 def extract(chat: ChatModel | None, question: str, reply: str) -> Extraction:
     """The short answer to score; the reply itself when there is no model or its output is unusable."""
-    if chat is None:
-        return Extraction(reply, "", "as-is")
+    if chat is None:  # an abstention in any wording scores as the benchmark's "Not answerable"
+        return Extraction(NOT_ANSWERABLE if is_not_answerable(reply) else reply, "", "as-is")
     res = chat.chat([extraction_request(question, reply)])[0]
     if res.error:
         return Extraction(reply, "", "as-is (extractor call failed)")

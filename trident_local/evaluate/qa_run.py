@@ -6,10 +6,12 @@ the prediction, so a saved run can be re-scored with :mod:`qa_scoring`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from trident_local.evaluate.abstention import unanswerable_metrics
 from trident_local.evaluate.mmlongbench import QARecord
 from trident_local.evaluate.qa_extract import PROTOCOL_AS_IS, PROTOCOL_MODEL, extract
 from trident_local.evaluate.qa_scoring import ScoredSample, accuracy, breakdown, f1, score_answer
@@ -35,6 +37,9 @@ class QARow:
     gold_pages: list[int]
     mode: str  # answer mode
     rerank: dict[str, Any] = field(default_factory=dict)
+    confidence: float | None = None  # no-model answers: their confidence (abstention calibration)
+    candidate: str = ""  # no-model answers: the answer before the abstention threshold
+    verification: str = ""  # the self-check's status ("" when skipped)
 
 
 @dataclass
@@ -56,6 +61,8 @@ def summarize(rows: Sequence[QARow], protocol: str = PROTOCOL_AS_IS) -> dict[str
         "predicted_not_answerable": sum(r.pred == "Not answerable" for r in rows),
         "rerank_fallbacks": sum(bool(r.rerank.get("fallback")) for r in rows),
         "answer_errors": sum(r.extraction.startswith("as-is (") for r in rows),
+        "unanswerable": unanswerable_metrics(samples),
+        "self_check": dict(Counter(r.verification or "skipped" for r in rows)),
         "protocol": protocol,
     }
 
@@ -93,6 +100,9 @@ def run_qa(
                 r.evidence_pages,
                 res.answer.mode,
                 res.rerank,
+                res.answer.confidence,
+                res.answer.candidate,
+                (res.answer.verification or {}).get("status", ""),
             )
         )
         if on_step:

@@ -35,7 +35,7 @@ class AskOptions:
     fields: str = "full"
     answer: str = "auto"
     k_max: int | None = None  # None: the index's k_max
-    verify: bool = False  # judge the answer against its cited pages (AtomCite) before returning it
+    verify: bool = True  # check the answer against its cited pages (AtomCite) before returning it
 
     def __post_init__(self) -> None:
         from trident_local.rerank import field_set, reranker_names
@@ -62,7 +62,6 @@ class AskResult:
     pool_pages: list[tuple[str, int, float]]  # (doc_id, page, score) of the candidate pool
     route: dict[str, Any] | None = None  # xkg: query class and entities
     timings: dict[str, float] = field(default_factory=dict)
-    verification: list[dict[str, Any]] | None = None  # with verify: one ClaimResult per cited page
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,10 +97,11 @@ def ask(
     else:
         ans = Answer(query.text, "Not answerable", "no pages retrieved")
     t["answer"] = time.perf_counter() - t2
-    verification = None
-    if opts.verify and ans.answerable and ans.citations:
+    if opts.verify and rr.hits:
+        from trident_local.generate.self_check import self_check
+
         t3 = time.perf_counter()
-        verification = verify_answer(index, query, ans)
+        ans.verification = self_check(index, ans).to_dict()
         t["verify"] = time.perf_counter() - t3
     t["total"] = time.perf_counter() - t0
     return AskResult(
@@ -111,21 +111,4 @@ def ask(
         [(h.doc_id, h.page, h.score) for h in hits],
         asdict(query.route) if query.route is not None else None,
         t,
-        verification,
     )
-
-
-def verify_answer(index: Index, query: Query, ans: Answer) -> list[dict[str, Any]]:
-    """Each cited page judged for the claim "question + answer" with the runtime's chat model (the
-    no-model support scorer under "none"); window pages propose a better page where one is wrong."""
-    from trident_local.verify import Verifier
-    from trident_local.verify.types import Claim
-
-    pages: dict[str, list[int]] = {}
-    for c in ans.citations:
-        pages.setdefault(c.doc_id, []).append(c.page)
-    claim = f"{query.text} {ans.text}"
-    grouped = Verifier.from_index(index).verify_claims(
-        [(doc_id, Claim(claim, cited, source="given")) for doc_id, cited in pages.items()]
-    )
-    return [r.to_dict() for group in grouped for r in group]

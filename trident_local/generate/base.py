@@ -45,6 +45,7 @@ _REGISTRY = LazyRegistry("answer strategy", "answer strategies", {
     "plain": "trident_local.generate.model_answer:PlainAnswer",
     "lenses": "trident_local.generate.model_answer:LensesAnswer",
     "auto": "trident_local.generate.model_answer:AutoAnswer",
+    "evidence": "trident_local.generate.evidence_answer:EvidenceFirstAnswer",
     "extractive": "trident_local.generate.extractive:ExtractiveAnswer",
 })
 

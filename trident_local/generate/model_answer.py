@@ -159,7 +159,7 @@ class _ModelStrategy:
 
     name: ClassVar[str]
     needs_model: ClassVar[bool] = True
-    no_model: ClassVar[str | None] = "extractive"
+    no_model: ClassVar[str | None] = "evidence"
 
     def answer(
         self,

@@ -9,7 +9,18 @@ if TYPE_CHECKING:
     from trident_local.rerank.records import CandidateRecord
 
 NOT_ANSWERABLE = "Not answerable"
+ABSTAINED = "Not answerable from the retrieved pages"  # the no-model answer below its confidence threshold
 EXTRACTIVE = "extractive (no model)"
+
+
+@dataclass
+class EvidencePassage:
+    """A passage shown with an answer (also when it abstains): where it is and how well it matched."""
+
+    doc_id: str
+    page: int
+    text: str
+    score: float
 
 
 @dataclass
@@ -45,6 +56,11 @@ class Answer:
     support_page: int | None = None  # extractive: the page it came from
     errors: list[str] = field(default_factory=list)  # model calls that failed or were unusable
     seconds: float = 0.0
+    confidence: float | None = None  # no-model strategies: the calibrated confidence behind the answer
+    evidence: list[EvidencePassage] = field(default_factory=list)  # best passages, shown even when abstaining
+    computation: str = ""  # a computed answer written out ("95.2 - 74.5 = 20.7")
+    candidate: str = ""  # no-model strategies: the answer before the abstention threshold
+    verification: dict[str, Any] | None = None  # the self-check of the answer's citations (None: skipped)
 
     @property
     def answerable(self) -> bool:
@@ -56,4 +72,5 @@ class Answer:
 
 def is_not_answerable(text: str) -> bool:
     t = " ".join(text.lower().split()).strip(" .!\"'")
-    return t in ("not answerable", "unanswerable", "cannot be answered", "not answerable from the pages", "")
+    return t in ("not answerable", "unanswerable", "cannot be answered", "not answerable from the pages",
+                 "not answerable from the retrieved pages", "")

@@ -92,7 +92,8 @@ def adaptive_k(sorted_scores: Sequence[float], k_max: int) -> int:
 
 
 class FusedReranker:
-    """The no-model reranker: fused field scores, then the adaptive-K cut."""
+    """The no-model reranker: fused field scores, then the adaptive-K cut where the fused order is
+    confident (:mod:`trident_local.rerank.gate`), else the pool's own top K."""
 
     name: ClassVar[str] = "fused"
     needs_model: ClassVar[bool] = False
@@ -109,15 +110,17 @@ class FusedReranker:
         if not hits:
             return RerankResult([], self.mode, fields)
         records = candidate_records(index, query, hits)
+        from trident_local.rerank.gate import choose
+
         scores = fused_scores(index.store, query.text, query.vector(index.models.embedder), records, keep)
-        order = sorted(range(len(records)), key=lambda i: (-float(scores[i]), i))
-        k = adaptive_k([float(scores[i]) for i in order], k_max)
+        picked, trusted = choose([float(s) for s in scores], k_max)  # the pool's order where not confident
         res = RerankResult(
-            chosen_hits(records, hits, [records[i].page_id for i in order[:k]]),
+            chosen_hits(records, hits, [records[i].page_id for i in picked]),
             self.mode,
             fields,
             scores={r.page_id: float(s) for r, s in zip(records, scores, strict=True)},
             records=records,
         )
+        res.kept_pool_order = not trusted
         res.seconds = time.perf_counter() - t0
         return res

@@ -54,6 +54,7 @@ class RerankResult:
     duplicates: int = 0
     truncated: int = 0  # ids beyond K_max
     thinking: str = ""
+    kept_pool_order: bool = False  # no-model: the fused order was not confident, the pool's top K_max was kept
     scores: dict[str, float] = field(default_factory=dict)  # no-model: page_id -> fused score
     records: list[CandidateRecord] = field(default_factory=list)  # all pool records, pool order
     seconds: float = 0.0
@@ -74,6 +75,7 @@ class RerankResult:
             "dropped_ids": list(self.dropped_ids),
             "duplicates": self.duplicates,
             "truncated": self.truncated,
+            "kept_pool_order": self.kept_pool_order,
         }
 
     def to_dict(self) -> dict[str, Any]:

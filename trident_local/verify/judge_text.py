@@ -201,10 +201,13 @@ class NoModelSupportScorer:
 
     def __init__(self, pages: PageSource, *, embedder: Any = None, embedder_profile: str = "minilm",
                  models: Any = None, params: ScorerParams | None = None, window_words: int = 160,
-                 stride: int = 120, cache_pages: int = 4096, reuse_index_vectors: bool = True):
+                 stride: int = 120, cache_pages: int = 4096, reuse_index_vectors: bool = True,
+                 conservative: bool = True):
         """``embedder``: a built TextEmbedder; else ``embedder_profile`` from ``models`` (a
-        :class:`~trident_local.models.runtime.Models`, e.g. the index's; a private one when None)."""
+        :class:`~trident_local.models.runtime.Models`, e.g. the index's; a private one when None).
+        ``conservative``: "unknown" (keep, flag) where the text cannot decide, not "unsupported"."""
         self.pages = pages
+        self.conservative = conservative  # "unknown" (keep, flag) where text cannot decide, not "unsupported"
         self._embedder = embedder
         self.embedder_profile = embedder_profile
         self.models = models
@@ -298,6 +301,16 @@ class NoModelSupportScorer:
             out.append(feats)
         return out
 
+    def _cannot_decide(self, it: JudgeItem, feats: dict[str, float]) -> str | None:
+        """See :mod:`trident_local.verify.undecidable`; off when ``conservative`` is False."""
+        if not self.conservative:
+            return None
+        from trident_local.verify.undecidable import cannot_decide
+
+        store = getattr(self.pages, "store", None)
+        page = store.document(it.doc_id).page(it.page) if store is not None else None
+        return cannot_decide(it.claim, self.pages.text(it.doc_id, it.page), feats, page)
+
     def judge(self, items: Sequence[JudgeItem]) -> list[Judgement]:
         out = []
         for it, feats in zip(items, self.features(items), strict=True):
@@ -306,6 +319,10 @@ class NoModelSupportScorer:
                 continue
             p = self.params.probability(feats)
             verdict = SUPPORTED if p >= self.params.threshold else UNSUPPORTED
+            if verdict == UNSUPPORTED and (why_not := self._cannot_decide(it, feats)):
+                out.append(Judgement(UNKNOWN, why_not, TEXT, it.page, self.name, score=round(p, 4),
+                                     error="text channel cannot decide"))
+                continue
             why = (f"score {p:.2f} {'>=' if verdict == SUPPORTED else '<'} {self.params.threshold:.2f}: "
                    f"numbers {feats['numbers_found']:.0%}, entities {feats['entities_found']:.0%}, "
                    f"words {feats['coverage']:.0%}, similarity {feats['similarity']:.2f}")

@@ -1,0 +1,122 @@
+"""Fit the no-model rerank's confidence gate on the calib document split; report both splits at that gate.
+
+    .venv/bin/python benchmarks/calibrate_rerank_gate.py --index /work/idx/mmlb \
+        --dataset ../shared/data/mmlongbench-doc/samples.json --split-file benchmarks/data/mmlb_doc_split.json
+
+For each answerable question with gold pages the pool (rrf, M = 20) and the fused
+scores are computed once; every candidate margin is then scored offline. The gate
+kept is the margin with the best F1@5 on calib among those whose Recall@5 and MRR
+are not below the raw pool's on calib (none qualifying: never trust the fused
+order). The test split is evaluated only at that margin (and at the raw pool and
+the ungated reranker, for reference). Writes JSON to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+MARGINS = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, math.inf]
+
+
+def collect(index, records, embedder, pool: str, depth: int) -> list[dict]:
+    """Per question: pool pages (best first), fused scores (pool order), gold pages."""
+    from trident_local.rerank.fields import field_set
+    from trident_local.rerank.fused import fused_scores
+    from trident_local.rerank.records import build_records
+    from trident_local.retrieve.router import query_entities
+
+    out = []
+    for i, r in enumerate(records):
+        hits = index.pool(pool).retrieve(r.question, k=depth, doc_ids=[r.doc_id])
+        if not hits:
+            out.append({"pool": [], "scores": [], "gold": r.evidence_pages})
+            continue
+        qvec = embedder.encode([r.question], kind="query")[0]
+        recs = build_records(index.store, hits, qvec, query_entities(r.question))
+        scores = fused_scores(index.store, r.question, qvec, recs, field_set("full"))
+        out.append({"pool": [h.page for h in hits], "scores": [float(s) for s in scores], "gold": r.evidence_pages})
+        if (i + 1) % 100 == 0:
+            print(f"  {i + 1}/{len(records)}", file=sys.stderr)
+    return out
+
+
+def evaluate(rows: list[dict], min_margin: float, k: int, mode: str = "gated") -> dict[str, float]:
+    from trident_local.evaluate.retrieval_metrics import mean_metrics, page_metrics
+    from trident_local.rerank.gate import choose
+
+    ms = []
+    trusted = 0
+    for row in rows:
+        if mode == "raw" or not row["pool"]:
+            ranked = row["pool"][:k]
+        else:
+            picked, used = choose(row["scores"], k, min_margin)
+            trusted += used
+            ranked = [row["pool"][i] for i in picked]
+        m = page_metrics(ranked, set(row["gold"]), k)
+        m["k"] = float(len(ranked))
+        ms.append(m)
+    s = mean_metrics(ms)
+    s["fused_order_used"] = trusted / len(rows) if rows else 0.0
+    s["n"] = len(rows)
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--index", required=True)
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--split-file", required=True)
+    ap.add_argument("--pool", default="rrf")
+    ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--pool-depth", type=int, default=20)
+    ap.add_argument("--limit", type=int, default=None, help="first N questions of each split (smoke runs)")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "rerank_gate.json"))
+    args = ap.parse_args(argv)
+
+    from trident_local.evaluate.doc_split import in_split, split_docs
+    from trident_local.evaluate.mmlongbench import load_samples, resolve_records
+    from trident_local.index import Index
+    from trident_local.models.profiles import build_model
+
+    index = Index.open(args.index)
+    loaded = resolve_records(load_samples(args.dataset), index.store)
+    answerable = [r for r in loaded.records if r.answerable and r.evidence_pages]
+    embedder = build_model("embedder", index.config.embedder)
+    data = {}
+    for split in ("calib", "test"):
+        recs = in_split(answerable, split_docs(args.split_file, split))[: args.limit]
+        print(f"{split}: {len(recs)} answerable questions", file=sys.stderr)
+        data[split] = collect(index, recs, embedder, args.pool, args.pool_depth)
+    k, r_key = args.k, f"recall@{args.k}"
+    raw = evaluate(data["calib"], math.inf, k, "raw")
+    sweep = {str(m): evaluate(data["calib"], m, k) for m in MARGINS}
+    ok = [m for m in MARGINS if sweep[str(m)][r_key] >= raw[r_key] - 1e-9 and sweep[str(m)]["mrr"] >= raw["mrr"] - 1e-9]
+    best = max(ok, key=lambda m: (sweep[str(m)][f"f1@{k}"], m)) if ok else math.inf
+    result = {"pool": args.pool, "k": k, "pool_depth": args.pool_depth, "min_margin": best, "calib_sweep": sweep}
+    for split in ("calib", "test"):
+        result[split] = {
+            "raw pool": evaluate(data[split], math.inf, k, "raw"),
+            "fused, ungated": evaluate(data[split], 0.0, k),
+            f"fused, gate {best}": evaluate(data[split], best, k),
+        }
+    print(f"gate fitted on calib: min_margin = {best}")
+    for split in ("calib", "test"):
+        print(f"\n{split} ({result[split]['raw pool']['n']} questions): Recall@{k} / MRR / F1@{k} / mean K / fused used")
+        for name, s in result[split].items():
+            print(f"  {name:24s} {s[r_key]:.3f} / {s['mrr']:.3f} / {s[f'f1@{k}']:.3f} / {s['k']:.2f} / "
+                  f"{s['fused_order_used']:.2f}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1, default=str) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
