@@ -8,7 +8,7 @@ annotate_index(index)                                # or later, resumable per d
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trident_local.annotate.cache import STAGE, LoadedAnnotation, has_annotation, load
@@ -35,6 +35,7 @@ class _Annotator:
         self.index = index
         self.profile = profile if profile is not None else index.config.chat
         self._models = None
+        self.calls: dict[str, dict] = {}  # doc_id -> model call counters (requests, repairs, length cuts)
 
     def models(self):
         if self._models is None:
@@ -55,6 +56,8 @@ class _Annotator:
         result = annotate_document(
             doc, embedder=embedder, chat=chat, chat_name=str(self.profile), image_of=image_of
         )
+        if "chat" in result.annotation.stats:
+            self.calls[doc.doc_id] = result.annotation.stats["chat"]
         result.annotation.stats["profile"] = str(self.profile)
         result.annotation.stats["embedder_profile"] = self.index.config.embedder
         cache.save(store, result)
@@ -87,6 +90,7 @@ class AnnotateReport:
     failed: list[tuple[str, str]]
     pages: int = 0
     seconds: float = 0.0
+    calls: dict[str, dict] = field(default_factory=dict)  # doc_id -> model call counters
 
 
 def annotate_index(
@@ -134,4 +138,5 @@ def annotate_index(
             if on_doc:
                 on_doc(doc_id, doc.n_pages, time.perf_counter() - t1)
     rep.seconds = time.perf_counter() - t0
+    rep.calls = annotator.calls
     return rep

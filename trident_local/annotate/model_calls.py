@@ -13,7 +13,6 @@ from pathlib import Path
 
 from trident_local.annotate import prompts
 from trident_local.annotate.captions import cut_words
-from trident_local.annotate.entities import ENTITY_TYPES
 from trident_local.annotate.records import Entity
 from trident_local.docs.model import Document, Page
 from trident_local.errors import ModelOutputError

@@ -25,7 +25,11 @@ def citations(
     from trident_local.annotate import has_annotation, load
 
     out = []
+    seen: set[tuple[str, int]] = set()
     for h in hits:
+        if (h.doc_id, h.page) in seen:  # one page is cited once, where it ranks best
+            continue
+        seen.add((h.doc_id, h.page))
         doc = store.document(h.doc_id)
         c = Citation(h.doc_id, doc.file_name, h.page, concept_hits=(concept_hits or {}).get(h.key, []))
         if has_annotation(store, h.doc_id):
