@@ -95,6 +95,14 @@ def parse_json_text(text: str) -> tuple[Any, list[str]]:
     return value, [*repairs, "extracted"]
 
 
+def parse_object(text: str) -> tuple[dict[str, Any], list[str]]:
+    """(object, repairs): like :func:`parse_json_text`, for callers that need a JSON object."""
+    value, repairs = parse_json_text(text)
+    if not isinstance(value, dict):
+        raise ModelOutputError(f"expected a JSON object, got {type(value).__name__}")
+    return value, repairs
+
+
 def validation_message(e: ValidationError) -> str:
     """A short '$.path: message' list from a pydantic error."""
     parts = []
