@@ -24,9 +24,11 @@ __all__ = ["CallStats", "NameItem", "PageModelOutput", "annotate_pages", "name_c
 
 MAX_MODEL_ENTITIES = 40
 MAX_NAME_WORDS = 6
-# Sized for the reply models' bounds (50 entities of <= 80 chars, a 500-char caption; a 60-char
-# name) so a constrained reply finishes; a reply that still hits the budget is re-sent once.
+# Sized for the reply models' bounds (25 entities of <= 60 chars, a 500-char caption; a 60-char
+# name) at about 3 characters a token, so a constrained reply finishes; one that still hits the
+# budget is re-sent once with twice the room (which covers one token per character).
 PAGE_MAX_TOKENS = 1024
+CAPTION_MAX_TOKENS = 256
 NAME_MAX_TOKENS = 64
 
 
@@ -51,7 +53,7 @@ def page_request(page: Page, image: Path | None, with_caption: bool) -> ChatRequ
     content.append(prompts.page_content(page.number, page.section, page.text, _objects(page)))
     return ChatRequest(
         messages=[Message("system", prompts.PAGE_SYSTEM), Message("user", content)],
-        params=SamplingParams(max_tokens=PAGE_MAX_TOKENS),
+        params=SamplingParams(max_tokens=PAGE_MAX_TOKENS + (CAPTION_MAX_TOKENS if with_caption else 0)),
         json_schema=structured.json_schema(prompts.page_schema(with_caption)),
         tag=f"annotate-page:{page.number}",
     )

@@ -33,8 +33,11 @@ ENTITY_RULES = (
 )
 
 
+ENTITY_CHARS = 60
+
+
 class PageEntity(BaseModel):
-    text: str = Field(min_length=1, max_length=80)
+    text: str = Field(min_length=1, max_length=ENTITY_CHARS)
     type: Literal[ENTITY_TYPES]  # type: ignore[valid-type]
 
 
@@ -44,7 +47,7 @@ MAX_PAGE_ENTITIES = 25
 class PageEntities(BaseModel):
     """A page's entities. Items that are not valid entities are dropped (a safe, counted repair)."""
 
-    entities: list[PageEntity] = Field(max_length=MAX_PAGE_ENTITIES * 2)
+    entities: list[PageEntity] = Field(max_length=MAX_PAGE_ENTITIES)
 
     @field_validator("entities", mode="before")
     @classmethod
@@ -62,8 +65,11 @@ class PageEntities(BaseModel):
         return kept
 
 
+CAPTION_CHARS = 500
+
+
 class CaptionedPage(PageEntities):
-    caption: str = Field(max_length=500)
+    caption: str = Field(max_length=CAPTION_CHARS)
 
 
 def page_schema(with_caption: bool) -> type[PageEntities]:

@@ -205,6 +205,7 @@ def call(
     cut = [i for i, r in enumerate(results) if not r.error and r.finish_reason == "length"]
     stats.length_cut += len(cut)
     retry = [i for i in cut if reqs[i].params.max_tokens < max_tokens_cap]
+    budgets = [r.params.max_tokens for r in reqs]
     if retry:
         bigger = [
             replace(
@@ -217,10 +218,10 @@ def call(
             for i in retry
         ]
         stats.length_retried += len(retry)
-        for i, res in zip(retry, chat.chat(bigger), strict=True):
-            results[i] = res
+        for i, big, res in zip(retry, bigger, chat.chat(bigger), strict=True):
+            results[i], budgets[i] = res, big.params.max_tokens
     out: list[Reply[M]] = []
-    for req, kind, res in zip(reqs, kinds, results, strict=True):
+    for req, kind, res, budget in zip(reqs, kinds, results, budgets, strict=True):
         label = req.tag or "request"
         if res.error:
             stats.failed += 1
@@ -229,7 +230,7 @@ def call(
             continue
         if res.finish_reason == "length":
             stats.unparsable += 1
-            msg = f"reply cut at max_tokens={req.params.max_tokens}"
+            msg = f"reply cut at max_tokens={budget}"
             stats.note(f"{label}: {msg}")
             out.append(Reply(None, res, error=msg))
             continue
