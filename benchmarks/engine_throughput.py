@@ -225,12 +225,16 @@ def main() -> int:
     ap.add_argument("--profile", default="smollm2-135m-instruct-vllm", help="a vllm chat profile")
     ap.add_argument("--requests", type=int, default=8)
     ap.add_argument("--concurrency", default="1,4,16")
+    ap.add_argument("--max-tokens", type=int, default=0, help="cap every request's budget (0 = the stage's own)")
     ap.add_argument("--paths", default="transformers,offline,server")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "engine_throughput")
     args = ap.parse_args()
     from trident_local.models.profiles import build_model
 
     reqs = requests_for(args.requests)
+    if args.max_tokens:  # the same cap on every path keeps the comparison fair
+        for r in reqs:
+            r.params.max_tokens = min(r.params.max_tokens, args.max_tokens)
     paths = args.paths.split(",")
     rows: list[dict[str, Any]] = []
     if "transformers" in paths:
@@ -258,7 +262,8 @@ def main() -> int:
             r["x_transformers_output_tok_s"] = round(r["output_tok_per_s"] / max(base["output_tok_per_s"], 1e-9), 2)
             r["x_transformers_req_s"] = round(r["req_per_s"] / max(base["req_per_s"], 1e-9), 2)
     args.out.mkdir(parents=True, exist_ok=True)
-    info = {"profile": args.profile, "requests": args.requests, "load_avg": os.getloadavg(), "cpus": os.cpu_count()}
+    info = {"profile": args.profile, "requests": args.requests, "max_tokens": args.max_tokens,
+            "load_avg": os.getloadavg(), "cpus": os.cpu_count()}
     (args.out / "engine_throughput.json").write_text(json.dumps({"run": info, "rows": rows}, indent=2))
     print(table(rows))
     print(json.dumps(info))
