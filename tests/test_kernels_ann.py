@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from trident_kernels import PackedPages, maxsim, maxsim_topk, pack_pages
 from trident_kernels.ann import TokenIVF, csr_from_pairs, default_n_centroids, ranges_to_index
 

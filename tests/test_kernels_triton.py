@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from trident_kernels import maxsim, maxsim_reference, pack_pages
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton not installed")
