@@ -231,19 +231,29 @@ def main() -> int:
     args = ap.parse_args()
     from trident_local.models.profiles import build_model
 
+    args.out.mkdir(parents=True, exist_ok=True)
+    info = {"profile": args.profile, "requests": args.requests, "max_tokens": args.max_tokens,
+            "load_avg": os.getloadavg(), "cpus": os.cpu_count()}
+    rows: list[dict[str, Any]] = []
+
+    def save() -> None:  # after every path, so a long run leaves what it measured
+        (args.out / "engine_throughput.json").write_text(json.dumps({"run": info, "rows": rows}, indent=2))
+        print(table(rows), flush=True)
+
     reqs = requests_for(args.requests)
     if args.max_tokens:  # the same cap on every path keeps the comparison fair
         for r in reqs:
             r.params.max_tokens = min(r.params.max_tokens, args.max_tokens)
     paths = args.paths.split(",")
-    rows: list[dict[str, Any]] = []
     if "transformers" in paths:
         chat = build_model("chat", args.profile, backend="transformers", engine_args={})
         rows.append(run_chat("transformers", chat, reqs).row())
+        save()
         del chat
     if "offline" in paths:
         chat = build_model("chat", args.profile)
         rows.append(run_chat("vllm-offline", chat, reqs).row())
+        save()
         with contextlib.suppress(AttributeError):  # free its memory before the server takes its share
             chat.llm.llm_engine.engine_core.shutdown()
         del chat
@@ -253,6 +263,7 @@ def main() -> int:
         try:
             for c in (int(x) for x in args.concurrency.split(",")):
                 rows.append(run_server(f"http://127.0.0.1:{port}/v1", args.profile, reqs, c).row())
+                save()
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(60)
@@ -261,11 +272,8 @@ def main() -> int:
         if base:
             r["x_transformers_output_tok_s"] = round(r["output_tok_per_s"] / max(base["output_tok_per_s"], 1e-9), 2)
             r["x_transformers_req_s"] = round(r["req_per_s"] / max(base["req_per_s"], 1e-9), 2)
-    args.out.mkdir(parents=True, exist_ok=True)
-    info = {"profile": args.profile, "requests": args.requests, "max_tokens": args.max_tokens,
-            "load_avg": os.getloadavg(), "cpus": os.cpu_count()}
-    (args.out / "engine_throughput.json").write_text(json.dumps({"run": info, "rows": rows}, indent=2))
-    print(table(rows))
+    info["load_avg_end"] = os.getloadavg()
+    save()
     print(json.dumps(info))
     try:
         plot(rows, args.out / "engine_throughput.png")
