@@ -222,7 +222,7 @@ def in_engine_venv(node: str) -> None:
     root = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, root + "/kernels"]), "HF_HUB_OFFLINE": "1"}
     res = subprocess.run(
-        [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "engine", f"{__file__}::{node}"],
+        [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--runxfail", "-m", "engine", f"{__file__}::{node}"],
         env=env, capture_output=True, text=True, timeout=1800,
     )
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
