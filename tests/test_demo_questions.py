@@ -45,7 +45,7 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def ask(index_dir: Path, question: str, *extra: str) -> dict:
-    res = runner.invoke(app, ["ask", question, "--index", str(index_dir), "--json", *extra])
+    res = runner.invoke(app, ["ask", question, "--index", str(index_dir), "--json", "-", *extra])
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)["answer"]
 
@@ -80,7 +80,7 @@ def test_cli_shows_strategy_support_and_self_check(index_dir: Path) -> None:
     res = runner.invoke(app, ["ask", UNANSWERABLE[0], "--index", str(index_dir)])
     out = " ".join(res.output.split())
     assert ABSTAINED in out and "best evidence on the retrieved pages" in out
-    res = runner.invoke(app, ["ask", QUESTIONS[0][1], "--index", str(index_dir), "--no-verify", "--json"])
+    res = runner.invoke(app, ["ask", QUESTIONS[0][1], "--index", str(index_dir), "--no-verify", "--json", "-"])
     assert json.loads(res.stdout)["answer"]["verification"] is None
 
 

@@ -96,7 +96,14 @@ def test_parse_answer() -> None:
     assert parse_answer(ChatResult('{"answer": " 95.2 "}')) == "95.2"
     assert parse_answer(ChatResult("The answer is 95.2")) == "The answer is 95.2"  # no JSON: raw text
     assert parse_answer(ChatResult('{"answer": ["a", "b"]}')) == "['a', 'b']"
-    for bad in (ChatResult("", error="down"), ChatResult('{"answer": ""}'), ChatResult("   ")):
+    cut = '{"answer": "Revenue grew 12% in the {"region": "Coastal"} and'
+    for bad in (
+        ChatResult("", error="down"),
+        ChatResult('{"answer": ""}'),
+        ChatResult("   "),
+        ChatResult(cut),  # truncated JSON is never shown as the answer
+        ChatResult('{"answer": "95.2"}', finish_reason="length"),  # cut by max_tokens
+    ):
         with pytest.raises(Exception):  # noqa: B017 - ModelOutputError, any unusable reply
             parse_answer(bad)
 

@@ -8,8 +8,6 @@ import pytest
 from PIL import Image
 from tiny_models import tiny_chat_profile
 
-from trident_local.errors import ModelOutputError
-from trident_local.models.json_output import parse_json, schema_errors
 from trident_local.models.profiles import build_model
 from trident_local.models.protocols import ChatModel, ChatRequest, ImagePart, Message, SamplingParams
 
@@ -99,25 +97,3 @@ def test_bitsandbytes_loading(quantization: str, tmp_path: Path) -> None:
     assert layer == {"bnb-4bit": "Linear4bit", "bnb-8bit": "Linear8bitLt"}[quantization]
     out = m.chat([ask("hello", 3), ask("Revenue grew", 2)])
     assert [(r.error, r.completion_tokens) for r in out] == [(None, 3), (None, 2)]
-
-
-def test_json_output_parsing_and_schema_check() -> None:
-    schema = {
-        "type": "object",
-        "required": ["pages", "answer"],
-        "properties": {
-            "pages": {"type": "array", "items": {"type": "integer"}},
-            "answer": {"type": "string"},
-        },
-    }
-    text = 'Sure! ```json\n{"pages": [3, 1], "answer": "12%"}\n``` hope it helps'
-    value = parse_json(text)
-    assert value == {"pages": [3, 1], "answer": "12%"} and schema_errors(value, schema) == []
-    assert parse_json('noise {"a": 1} more {"b": 2}') == {"a": 1}
-    assert schema_errors({"pages": [1, "2"], "answer": True}, schema) == [
-        "$.pages[1]: expected integer, got str",
-        "$.answer: expected string, got bool",
-    ]
-    assert schema_errors({"pages": []}, schema) == ["$: missing 'answer'"]
-    with pytest.raises(ModelOutputError):
-        parse_json("no json here {oops")

@@ -89,7 +89,9 @@ def test_client_batch_through_our_server(vlm_server, tmp_path: Path) -> None:
 
 def test_images_travel_as_data_urls_and_schema_as_response_format(vlm_server, tmp_path: Path) -> None:
     server, model = vlm_server
-    client = build_model("chat", client_profile(tmp_path, server.url))
+    # images only when the profile says the served model takes them (the API cannot tell)
+    assert not build_model("chat", client_profile(tmp_path, server.url)).supports_images
+    client = build_model("chat", client_profile(tmp_path, server.url, supports_images=True))
     page = tmp_path / "page.png"
     Image.new("RGB", (180, 240), "white").save(page)
     req = ChatRequest(

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from trident_local.config import Config
-from trident_local.errors import TridentError
+from trident_local.errors import ModelOutputError, TridentError
 from trident_local.index import Index
 from trident_local.models.protocols import ChatResult, ImagePart
+from trident_local.models.structured import parse_object
 from trident_local.verify.judge_common import JudgeItem, StorePages
 from trident_local.verify.judge_image import VLMImageJudge
 from trident_local.verify.judge_text import LLMTextJudge, NoModelSupportScorer
-from trident_local.verify.model_json import extract_json_object, first_json_object, parse_verdict
+from trident_local.verify.model_json import parse_verdict
 from trident_local.verify.pipeline import Verifier
 from trident_local.verify.types import Judgement
 
@@ -62,13 +63,13 @@ def doc_id(index: Index) -> str:
 
 # -- untrusted model output ------------------------------------------------------------------------
 def test_json_extraction_and_verdict_parsing() -> None:
-    assert extract_json_object('{"verdict": "supported"}') == {"verdict": "supported"}
-    assert extract_json_object('```json\n{"verdict": "partial"}\n```')["verdict"] == "partial"
-    assert extract_json_object('Sure! {"verdict": "x", "r": "a } b"} trailing {')["r"] == "a } b"
-    assert first_json_object('no {"a": {"b": 1}} more') == '{"a": {"b": 1}}'
+    assert parse_object('{"verdict": "supported"}') == ({"verdict": "supported"}, [])
+    assert parse_object('```json\n{"verdict": "partial"}\n```') == ({"verdict": "partial"}, ["fence"])
+    assert parse_object('Sure! {"verdict": "x", "r": "a } b"} trailing {')[0]["r"] == "a } b"
+    assert parse_object('no {"a": {"b": 1}} more')[0] == {"a": {"b": 1}}
     for bad in ["", "   ", "no json here", '{"verdict": "supported"', "[1, 2]", "{'verdict': 'supported'}"]:
-        with pytest.raises(ValueError):
-            extract_json_object(bad)
+        with pytest.raises(ModelOutputError):
+            parse_object(bad)
     assert parse_verdict('{"verdict": "Supported", "rationale": "says so"}') == ("supported", "says so", None)
     assert parse_verdict('{"verdict": "not_supported"}')[0] == "unsupported"
     assert parse_verdict('{"verdict": "Partially supported"}')[0] == "partial"

@@ -49,14 +49,14 @@ class Query:
     @cached_property
     def question_type(self) -> str:
         """ "multiple-choice", "short-extractive" or "open" (what the format gate reads)."""
-        from trident_local.generate.gate import question_kind
+        from trident_local.text import question_kind
 
         return question_kind(self.text)
 
     @cached_property
     def answer_type(self) -> str:
         """ "location", "numeric" or "other" (which lens the synthesis rule trusts)."""
-        from trident_local.generate.gate import answer_type
+        from trident_local.text import answer_type
 
         return answer_type(self.text)
 

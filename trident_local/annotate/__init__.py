@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trident_local.annotate.cache import STAGE, LoadedAnnotation, has_annotation, load
@@ -36,6 +36,7 @@ class _Annotator:
     def __init__(self, index: Index, profile: str | None = None):
         self.index = index
         self.profile = profile if profile is not None else index.models.profile_name("chat")
+        self.calls: dict[str, dict] = {}  # doc_id -> model call counters (requests, repairs, length cuts)
 
     def models(self):
         """(embedder, chat model or None), built by the runtime on first use."""
@@ -51,6 +52,8 @@ class _Annotator:
         result = annotate_document(
             doc, embedder=embedder, chat=chat, chat_name=str(self.profile), image_of=image_of
         )
+        if "chat" in result.annotation.stats:
+            self.calls[doc.doc_id] = result.annotation.stats["chat"]
         result.annotation.stats["profile"] = str(self.profile)
         result.annotation.stats["embedder_profile"] = self.index.config.embedder
         cache.save(store, result)
@@ -84,6 +87,7 @@ class AnnotateReport:
     failed: list[tuple[str, str]]
     pages: int = 0
     seconds: float = 0.0
+    calls: dict[str, dict] = field(default_factory=dict)  # doc_id -> model call counters
 
 
 def annotate_index(
@@ -96,7 +100,8 @@ def annotate_index(
 ) -> AnnotateReport:
     """Annotate every ingested document that is not annotated yet (all with ``force``); resumable."""
     store = index.store
-    runner = StageRunner(store, [annotation_stage(index, profile)])
+    stage = annotation_stage(index, profile)
+    runner = StageRunner(store, [stage])
     t0 = time.perf_counter()
     rep = AnnotateReport([], [], [])
     with store.writer_lock():
@@ -120,4 +125,5 @@ def annotate_index(
                 if on_doc:
                     on_doc(doc_id, entry.n_pages, time.perf_counter() - t1)
     rep.seconds = time.perf_counter() - t0
+    rep.calls = stage.run.calls  # the stage's runner is the annotator
     return rep

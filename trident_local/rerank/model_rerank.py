@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from pydantic import BaseModel, Field
+
 from trident_local.errors import ModelOutputError, TridentError
-from trident_local.models.json_output import parse_json
+from trident_local.models import structured
 from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
 from trident_local.rerank import prompts
 from trident_local.rerank.records import CandidateRecord, RerankResult, chosen_hits
@@ -24,7 +26,18 @@ if TYPE_CHECKING:
     from trident_local.query import Query
     from trident_local.retrieve.base import Hit
 
-MAX_TOKENS = 256
+
+def max_tokens(k_max: int) -> int:
+    """Budget for the bounded reply: the rationale (<= 400 chars) plus up to k_max quoted ids."""
+    return 192 + 24 * k_max
+
+
+class PageListReply(BaseModel):
+    """The reply's shape; ids are checked against the pool afterwards (a page number naming one pool
+    page is accepted), so the sent schema's enum is not repeated here."""
+
+    thinking: str = Field(default="", max_length=4 * prompts.THINKING_CHARS)
+    page_list: list[str | int]
 _PAGE_NUM = re.compile(r"^(?:p(?:age)?\s*)?(\d+)$", re.I)
 
 
@@ -54,11 +67,18 @@ def _canonical(raw: object, valid: Sequence[str]) -> str | None:
 
 def parse_page_list(text: str, valid: Sequence[str], k_max: int) -> ParsedPageList:
     """Parse and repair a reply; raises ModelOutputError when there is no usable page_list at all."""
-    value = parse_json(text)
+    value, _ = structured.parse_json_text(text)
     if isinstance(value, list):  # a bare list is a page_list without the rationale
         value = {"page_list": value}
     if not isinstance(value, dict) or not isinstance(value.get("page_list"), list):
         raise ModelOutputError("no page_list array in the reply")
+    return page_list_of(value, valid, k_max)
+
+
+def page_list_of(value: dict | PageListReply, valid: Sequence[str], k_max: int) -> ParsedPageList:
+    """Repair a reply's ids: outside the pool dropped, duplicates removed, cut to k_max."""
+    if isinstance(value, PageListReply):
+        value = value.model_dump()
     thinking = value.get("thinking") if isinstance(value.get("thinking"), str) else ""
     out = ParsedPageList([], thinking[:1000])
     for raw in value["page_list"]:
@@ -86,7 +106,7 @@ def rerank_request(
             Message("system", prompts.SYSTEM),
             Message("user", prompts.user_message(question, views, k_max)),
         ],
-        params=SamplingParams(max_tokens=MAX_TOKENS),
+        params=SamplingParams(max_tokens=max_tokens(k_max)),
         json_schema=prompts.schema([r.page_id for r in records], k_max),
         tag="rerank",
     )
@@ -96,11 +116,14 @@ def model_rerank(
     chat: ChatModel, question: str, records: Sequence[CandidateRecord], fields: Sequence[str], k_max: int
 ) -> tuple[ParsedPageList | None, str]:
     """(parsed list, "") on success; (None, reason) when the pool order must be used."""
-    res = chat.chat([rerank_request(question, records, fields, k_max)])[0]
-    if res.error:
-        return None, f"model call failed: {res.error}"
+    stats = structured.CallStats()
+    reply = structured.call(chat, [rerank_request(question, records, fields, k_max)], PageListReply, stats)[0]
+    if reply.result.error:
+        return None, f"model call failed: {reply.result.error}"
+    if reply.value is None:
+        return None, f"unusable model output: {reply.error}"
     try:
-        return parse_page_list(res.text, [r.page_id for r in records], k_max), ""
+        return page_list_of(reply.value, [r.page_id for r in records], k_max), ""
     except ModelOutputError as e:
         return None, f"unusable model output: {e}"
 

@@ -30,11 +30,14 @@ RULES = (
 )
 
 
+THINKING_CHARS = 400
+
+
 def schema(page_ids: Sequence[str], k_max: int) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "thinking": {"type": "string"},
+            "thinking": {"type": "string", "maxLength": THINKING_CHARS},
             "page_list": {
                 "type": "array",
                 "items": {"type": "string", "enum": list(page_ids)},

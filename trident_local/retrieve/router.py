@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from trident_local.annotate.entities import pattern_entities
 from trident_local.errors import ModelOutputError
-from trident_local.models.json_output import parse_json
 from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
+from trident_local.models.structured import parse_json_text
 from trident_local.text import ENTITY_CUES, STRUCTURAL_CUES
 
 QUERY_CLASSES = ("topical", "entity-level", "structural", "mixed")
@@ -102,7 +102,7 @@ def route_request(question: str) -> ChatRequest:
 
 
 def parse_route(text: str) -> Route:
-    value = parse_json(text)
+    value, _ = parse_json_text(text)
     if not isinstance(value, dict) or value.get("query_class") not in QUERY_CLASSES:
         raise ModelOutputError(f"query_class must be one of {QUERY_CLASSES}")
     ents = value.get("entities", [])

@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 
 def parse_model_answer(text: str, fmt: str, choices: Sequence[str]) -> tuple[Any, list[str]]:
     """(answer, repairs) from a model's reply; raises ModelOutputError when no usable answer is in it."""
-    from trident_local.models.json_output import parse_json
+    from trident_local.models.structured import parse_json_text
 
     repairs: list[str] = []
     try:
-        value = parse_json(text)
+        value, _ = parse_json_text(text)
     except ModelOutputError:
         raw = text.strip().strip('"').strip()
         if not raw or fmt == "table" and len(as_table(raw)) < 2:

@@ -1,75 +1,19 @@
-"""Model output is untrusted input: strict JSON parsing with only safe repairs.
+"""Judge replies: the verdict in a model reply, normalised, or "unknown" with the reason.
 
-Repairs allowed (each one keeps the model's own words, never guesses):
-
-1. strip a Markdown code fence (```json ... ```);
-2. parse the whole reply as JSON;
-3. otherwise take the first balanced ``{...}`` object in the reply (quotes and
-   escapes respected) and parse that.
-
-Anything else (truncated JSON, single quotes, trailing commas) is an error that
-the caller records; it then falls back to its conservative default.
+JSON is parsed by :mod:`trident_local.models.structured` (strict, safe repairs
+only: a code fence stripped, chatter around the object dropped); truncated
+JSON, single quotes or trailing commas are errors the caller records, then it
+falls back to its conservative default.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from trident_local.errors import ModelOutputError
+from trident_local.models.structured import parse_object
 from trident_local.verify.types import JUDGE_VERDICTS, PARTIAL, SUPPORTED, UNKNOWN, UNSUPPORTED
-
-_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
-
-
-def first_json_object(text: str) -> str | None:
-    """The first balanced ``{...}`` substring of ``text`` (string-aware), or None."""
-    start = text.find("{")
-    while start != -1:
-        depth, in_str, esc = 0, False, False
-        for i in range(start, len(text)):
-            ch = text[i]
-            if in_str:
-                if esc:
-                    esc = False
-                elif ch == "\\":
-                    esc = True
-                elif ch == '"':
-                    in_str = False
-            elif ch == '"':
-                in_str = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start : i + 1]
-        start = text.find("{", start + 1)
-    return None
-
-
-def extract_json_object(text: str) -> dict[str, Any]:
-    """A JSON object from a model reply, after the safe repairs above; ValueError otherwise."""
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("empty output")
-    body = text.strip()
-    m = _FENCE.match(body)
-    if m:
-        body = m.group(1).strip()
-    try:
-        obj = json.loads(body)
-    except json.JSONDecodeError:
-        candidate = first_json_object(body)
-        if candidate is None:
-            raise ValueError("no JSON object in the output") from None
-        try:
-            obj = json.loads(candidate)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"invalid JSON object ({e.msg})") from None
-    if not isinstance(obj, dict):
-        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    return obj
-
 
 # Spellings of the three verdicts that are safe to normalise (same meaning, other form).
 _SYNONYMS = {
@@ -99,8 +43,8 @@ def parse_verdict(text: str, max_rationale: int = 400) -> tuple[str, str, str | 
     ``("unknown", "", error)``: the caller never invents a verdict.
     """
     try:
-        obj = extract_json_object(text)
-    except ValueError as e:
+        obj, _ = parse_object(text)
+    except ModelOutputError as e:
         return UNKNOWN, "", f"unparseable judge output: {e}"
     verdict = normalise_verdict(obj.get("verdict"))
     rationale = obj.get("rationale", "")

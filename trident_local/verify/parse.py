@@ -38,8 +38,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from trident_local.errors import ModelOutputError
+from trident_local.models.structured import parse_object
 from trident_local.text import sentence_spans
-from trident_local.verify.model_json import extract_json_object
 from trident_local.verify.types import Claim
 
 MAX_RANGE = 10  # a range of more pages than this keeps only its two ends
@@ -302,8 +303,8 @@ DECOMPOSE_PROMPT = (
 def parse_decomposition(text: str, original: str, max_claims: int = 8) -> tuple[list[str], str | None]:
     """The atomic claims in a model reply, or ([original], error) when the reply is unusable."""
     try:
-        obj = extract_json_object(text)
-    except ValueError as e:
+        obj, _ = parse_object(text)
+    except ModelOutputError as e:
         return [original], f"decomposition output is not JSON ({e})"
     items = obj.get("claims")
     if not isinstance(items, list) or not items:

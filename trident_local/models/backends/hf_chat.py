@@ -2,7 +2,7 @@
 
 The CPU default and the reference implementation the tests run on tiny models.
 No constrained decoding here (``supports_json_schema = False``): callers parse
-and repair JSON (see :mod:`trident_local.models.json_output`).
+and repair JSON (see :mod:`trident_local.models.structured`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,11 @@ _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
 class OpenAIChat:
-    """`ChatModel` over HTTP. ``model`` is the served model name; "" asks the server's /v1/models."""
+    """`ChatModel` over HTTP. ``model`` is the served model name; "" asks the server's /v1/models.
+
+    ``supports_images`` is off unless the profile says the served model takes images: the
+    OpenAI API has no way to ask, and a text-only model answers every image request with 400.
+    """
 
     def __init__(
         self,
@@ -43,7 +47,7 @@ class OpenAIChat:
         backoff_s: float = 0.5,
         max_backoff_s: float = 16.0,
         max_concurrency: int = 16,
-        supports_images: bool = True,
+        supports_images: bool = False,
         supports_json_schema: bool = True,
         extra_body: dict[str, Any] | None = None,
     ) -> None:

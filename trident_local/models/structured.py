@@ -1,0 +1,247 @@
+"""Structured model calls: one schema source, one strict parser, one call routine that counts.
+
+A pydantic model defines each model-output shape; ``json_schema(Model)`` is the
+JSON Schema sent for constrained decoding (vLLM ``StructuredOutputsParams(json=...)``,
+OpenAI ``response_format``), and the same model validates the reply. Bounds in the
+models (``max_length`` on strings and lists) keep a constrained reply short, so a
+reply that loops cannot run into ``max_tokens``.
+
+``parse_reply`` accepts only what the model itself wrote, with the safe repairs
+the project has always made, each recorded by name:
+
+- ``fence``: a Markdown code fence around the JSON is stripped;
+- ``extracted``: chatter around the outermost JSON value is dropped.
+
+A value that does not close (truncated output) is an error: a nested object
+inside a cut-off reply is never taken for the answer. ``call`` sends a batch,
+re-sends once with a larger budget the replies cut by ``max_tokens``
+(``finish_reason == "length"``), parses and validates each, and records every
+repair, length cut, retry and failure in :class:`CallStats`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from trident_local.errors import ModelOutputError
+from trident_local.models.protocols import ChatModel, ChatRequest, ChatResult
+
+M = TypeVar("M", bound=BaseModel)
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```", re.S)
+MAX_ERRORS_KEPT = 5
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of a reply model, as sent for constrained decoding."""
+    return model.model_json_schema()
+
+
+def _outermost_value(text: str) -> tuple[str, bool]:
+    """The JSON value that starts at the first ``{`` or ``[`` (string-aware) and whether it closed."""
+    starts = [i for i in (text.find("{"), text.find("[")) if i != -1]
+    if not starts:
+        raise ModelOutputError(f"no JSON value in model output: {text[:200]!r}")
+    start = min(starts)
+    depth, in_str, esc = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return text[start : i + 1], True
+    return text[start:], False
+
+
+def parse_json_text(text: str) -> tuple[Any, list[str]]:
+    """(value, repairs) from a reply; ModelOutputError for no JSON, truncated or invalid JSON."""
+    if not isinstance(text, str) or not text.strip():
+        raise ModelOutputError("empty output")
+    repairs: list[str] = []
+    body = text.strip()
+    m = _FENCE.search(body)
+    if m:
+        body = m.group(1).strip()
+        repairs.append("fence")
+    try:
+        return json.loads(body), repairs
+    except json.JSONDecodeError:
+        pass
+    candidate, closed = _outermost_value(body)
+    if not closed:
+        raise ModelOutputError(f"truncated JSON (the value never closes): {candidate[-80:]!r}")
+    try:
+        value = json.loads(candidate)
+    except json.JSONDecodeError as e:
+        raise ModelOutputError(f"invalid JSON ({e.msg} at char {e.pos})") from None
+    return value, [*repairs, "extracted"]
+
+
+def parse_object(text: str) -> tuple[dict[str, Any], list[str]]:
+    """(object, repairs): like :func:`parse_json_text`, for callers that need a JSON object."""
+    value, repairs = parse_json_text(text)
+    if not isinstance(value, dict):
+        raise ModelOutputError(f"expected a JSON object, got {type(value).__name__}")
+    return value, repairs
+
+
+def validation_message(e: ValidationError) -> str:
+    """A short '$.path: message' list from a pydantic error."""
+    parts = []
+    for err in e.errors()[:4]:
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        parts.append(f"${loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def parse_reply(text: str, model: type[M]) -> tuple[M, list[str]]:
+    """(validated reply, repairs); ModelOutputError when it cannot be had without guessing."""
+    value, repairs = parse_json_text(text)
+    try:  # validators may record their own repairs (e.g. dropping an invalid list item)
+        return model.model_validate(value, context={"repairs": repairs}), repairs
+    except ValidationError as e:
+        raise ModelOutputError(validation_message(e)) from None
+
+
+@dataclass
+class CallStats:
+    """What happened to a stage's model calls; reported in JSON output and checked by tests."""
+
+    requests: int = 0
+    ok: int = 0
+    failed: int = 0  # backend errors (HTTP, engine)
+    unparsable: int = 0  # no JSON, truncated, or not matching the schema
+    length_cut: int = 0  # replies that hit max_tokens (before any retry)
+    length_retried: int = 0  # of those, re-sent with a larger budget
+    repairs: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)  # first few messages, for the user
+
+    def note(self, msg: str) -> None:
+        if len(self.errors) < MAX_ERRORS_KEPT:
+            self.errors.append(msg[:200])
+
+    def merge(self, other: CallStats) -> CallStats:
+        out = CallStats(
+            self.requests + other.requests,
+            self.ok + other.ok,
+            self.failed + other.failed,
+            self.unparsable + other.unparsable,
+            self.length_cut + other.length_cut,
+            self.length_retried + other.length_retried,
+            self.repairs + other.repairs,
+        )
+        out.errors = (self.errors + other.errors)[:MAX_ERRORS_KEPT]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "ok": self.ok,
+            "failed": self.failed,
+            "unparsable": self.unparsable,
+            "length_cut": self.length_cut,
+            "length_retried": self.length_retried,
+            "repairs": dict(self.repairs),
+            "errors": list(self.errors),
+        }
+
+
+@dataclass
+class Reply(Generic[M]):
+    """One request's outcome: the validated value, or None and the reason."""
+
+    value: M | None
+    result: ChatResult
+    repairs: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def with_schema(req: ChatRequest, model: type[BaseModel]) -> ChatRequest:
+    """The request with the model's JSON Schema attached (for constrained decoding)."""
+    return replace(req, json_schema=json_schema(model))
+
+
+def call(
+    chat: ChatModel,
+    requests: Sequence[ChatRequest],
+    models: type[M] | Sequence[type[M]],
+    stats: CallStats | None = None,
+    *,
+    length_retry_factor: int = 2,
+    max_tokens_cap: int = 4096,
+) -> list[Reply[M]]:
+    """Send ``requests`` as one batch and parse each reply with its model.
+
+    Requests without a ``json_schema`` get their model's. Replies cut by
+    ``max_tokens`` are re-sent once, as one batch, with ``length_retry_factor``
+    times the budget (at most ``max_tokens_cap``); a reply still cut is
+    reported as ``truncated``, never parsed for a partial value.
+    """
+    stats = stats if stats is not None else CallStats()
+    kinds = list(models) if isinstance(models, Sequence) else [models] * len(requests)
+    if len(kinds) != len(requests):
+        raise ValueError("one reply model per request")
+    reqs = [r if r.json_schema is not None else with_schema(r, k) for r, k in zip(requests, kinds, strict=True)]
+    stats.requests += len(reqs)
+    results = list(chat.chat(reqs)) if reqs else []
+    cut = [i for i, r in enumerate(results) if not r.error and r.finish_reason == "length"]
+    stats.length_cut += len(cut)
+    retry = [i for i in cut if reqs[i].params.max_tokens < max_tokens_cap]
+    budgets = [r.params.max_tokens for r in reqs]
+    if retry:
+        bigger = [
+            replace(
+                reqs[i],
+                params=replace(
+                    reqs[i].params,
+                    max_tokens=min(max_tokens_cap, reqs[i].params.max_tokens * length_retry_factor),
+                ),
+            )
+            for i in retry
+        ]
+        stats.length_retried += len(retry)
+        for i, big, res in zip(retry, bigger, chat.chat(bigger), strict=True):
+            results[i], budgets[i] = res, big.params.max_tokens
+    out: list[Reply[M]] = []
+    for req, kind, res, budget in zip(reqs, kinds, results, budgets, strict=True):
+        label = req.tag or "request"
+        if res.error:
+            stats.failed += 1
+            stats.note(f"{label}: {res.error}")
+            out.append(Reply(None, res, error=res.error))
+            continue
+        if res.finish_reason == "length":
+            stats.unparsable += 1
+            msg = f"reply cut at max_tokens={budget}"
+            stats.note(f"{label}: {msg}")
+            out.append(Reply(None, res, error=msg))
+            continue
+        try:
+            value, repairs = parse_reply(res.text, kind)
+        except ModelOutputError as e:
+            stats.unparsable += 1
+            stats.note(f"{label}: {e}")
+            out.append(Reply(None, res, error=str(e)))
+            continue
+        stats.ok += 1
+        stats.repairs.update(repairs)
+        out.append(Reply(value, res, repairs))
+    return out
