@@ -117,7 +117,7 @@ def test_profile_none_keeps_every_stage_off_the_chat_model(tmp_path: Path, count
     res = ask(ix, QUESTION, AskOptions(pool="xkg"))
     assert CountingChat.instances == []
     assert res.route is not None and res.route["source"] == "no-model:cue-rules"
-    assert res.rerank["mode"] == "no-model:fused-match" and res.answer.mode == "extractive (no model)"
+    assert res.rerank["mode"] == "no-model:fused-match" and res.answer.mode == "evidence-first (no model)"
 
 
 # -- the runtime ----------------------------------------------------------------------------------------
@@ -184,8 +184,8 @@ def test_the_question_is_embedded_once_per_ask(index_dir: Path, pool: str) -> No
     counting = CountingEmbedder(ix.models.embedder)
     ix.models.provide("embedder", counting)
     q = Query(QUESTION)
-    res = ask(ix, q, AskOptions(pool=pool, rerank="annotated", answer="auto"))
-    assert counting.query_calls == 1  # pool, fused reranker and extractive answer share q's vector
+    res = ask(ix, q, AskOptions(pool=pool, rerank="annotated", answer="auto", verify=False))
+    assert counting.query_calls == 1  # pool, fused reranker and evidence-first answer share q's vector
     assert res.answer.text == "95.2" and res.answer.citations[0].page == 2
     assert np.allclose(q.vector(counting), counting.inner.encode([QUESTION], kind="query")[0])
     assert counting.query_calls == 1
@@ -206,21 +206,21 @@ def test_query_fields() -> None:
 
 # -- registries and options -----------------------------------------------------------------------------
 def test_registries_resolve_and_list_names() -> None:
-    from trident_local.generate.extractive import ExtractiveAnswer
+    from trident_local.generate.evidence_answer import EvidenceFirstAnswer
     from trident_local.generate.model_answer import AutoAnswer
     from trident_local.rerank.fused import FusedReranker
     from trident_local.rerank.model_rerank import ModelReranker
 
     assert reranker_names() == ["none", "annotated", "fused"]
-    assert answer_names() == ["plain", "lenses", "auto", "extractive"]
+    assert answer_names() == ["plain", "lenses", "auto", "evidence", "extractive"]
     chat = CountingChat("x")
     assert isinstance(get_reranker("annotated", chat), ModelReranker)
     assert isinstance(get_reranker("annotated", None), FusedReranker)  # no model: its no-model stand-in
     assert isinstance(get_answer_strategy("auto", chat), AutoAnswer)
-    assert isinstance(get_answer_strategy("lenses", None), ExtractiveAnswer)
+    assert isinstance(get_answer_strategy("lenses", None), EvidenceFirstAnswer)
     with pytest.raises(TridentError, match="unknown reranker 'llm'; rerankers: none, annotated, fused"):
         get_reranker("llm")
-    with pytest.raises(TridentError, match="answer strategies: plain, lenses, auto, extractive"):
+    with pytest.raises(TridentError, match="answer strategies: plain, lenses, auto, evidence, extractive"):
         get_answer_strategy("poem")
 
 
@@ -240,7 +240,7 @@ def test_register_a_reranker_by_one_line() -> None:
 def test_ask_options_check_names_without_cli_flags() -> None:
     opts = AskOptions()
     assert (opts.pool, opts.rerank, opts.fields, opts.answer, opts.k_max, opts.verify) == (
-        "rrf", "annotated", "full", "auto", None, False
+        "rrf", "annotated", "full", "auto", None, True
     )
     for bad, match in (
         ({"pool": "nope"}, "unknown pool 'nope'; pools: bm25"),

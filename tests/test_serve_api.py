@@ -42,9 +42,9 @@ def test_ask_returns_cli_json_with_evidence_boxes_and_who_produced_it(client: Te
     d = r.json()
     assert set(d) >= {"answer", "pool", "rerank", "pool_pages", "timings", "evidence", "produced_by"}
     a = d["answer"]
-    assert a["citations"] and a["mode"] == "extractive (no model)"
+    assert a["citations"] and a["mode"] == "evidence-first (no model)"
     assert "South" in a["text"] or "South" in a["support"]
-    assert d["produced_by"]["answer"] == "extractive (no model)" and d["produced_by"]["rerank"].startswith("no-model")
+    assert d["produced_by"]["answer"] == "evidence-first (no model)" and d["produced_by"]["rerank"].startswith("no-model")
     assert len(d["evidence"]) == len(a["citations"])
     first = d["evidence"][0]
     assert first["page"] == a["citations"][0]["page"] and first["width"] > 0

@@ -67,7 +67,7 @@ def test_ask_with_keyboard_then_open_a_citation(page) -> None:
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("#answer .cite", timeout=120_000)
     assert "South" in page.inner_text("#answer")
-    assert "extractive (no model)" in page.inner_text("#produced-by")
+    assert "evidence-first (no model)" in page.inner_text("#produced-by")
     shot(page, "ask")
     page.locator("#answer-text .cite").first.focus()
     page.keyboard.press("Enter")

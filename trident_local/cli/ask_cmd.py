@@ -91,9 +91,6 @@ def ask(
         console.print(
             f"[yellow]rerank fell back to the pool order:[/yellow] {res.rerank.get('fallback_reason')}"
         )
-    for v in res.verification or []:
-        fix = f" -> page {v['new_page']}" if v.get("new_page") else ""
-        console.print(f"[dim]verify page {v['cited_page']}: {v['verdict']} ({v['action']}{fix})[/dim]", highlight=False)
     if res.route:
         console.print(
             f"[dim]xkg route: {res.route['query_class']} {res.route['entities']} "

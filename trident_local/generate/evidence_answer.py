@@ -210,11 +210,12 @@ def evidence_answer(question: str, pages: Sequence[Page], embedder: TextEmbedder
 
 
 def answer_from_hits(store: IndexStore, question: str, hits: Sequence[Hit], cites: list[Citation],
-                     embedder: TextEmbedder, *, threshold: float = THRESHOLD) -> Answer:
+                     embedder: TextEmbedder, *, threshold: float = THRESHOLD,
+                     qvec: np.ndarray | None = None) -> Answer:
     """The evidence-first strategy as an :class:`Answer` over ranked hits; the support's page is cited first."""
     t0 = time.perf_counter()
     pages = [store.document(h.doc_id).page(h.page) for h in hits]
-    ea = evidence_answer(question, pages, embedder, threshold=threshold)
+    ea = evidence_answer(question, pages, embedder, threshold=threshold, qvec=qvec)
     if ea.page is not None:
         cites.sort(key=lambda c: c.page != ea.page)
     return Answer(
@@ -244,5 +245,6 @@ class EvidenceFirstAnswer:
                records: Sequence[CandidateRecord] = ()) -> Answer:
         from trident_local.generate.answer import citations
 
+        embedder = index.models.embedder
         return answer_from_hits(index.store, query.text, hits, citations(index.store, hits, records),
-                                index.models.embedder)
+                                embedder, qvec=query.vector(embedder))
