@@ -5,16 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from trident_local.cli.common import cli_command, console, err_console, json_option, write_json
+from trident_local.cli.common import cli_command, console, err_console, json_option, progress_bar, write_json
 
 
 @cli_command
@@ -41,16 +33,7 @@ def annotate(
     targets = [idx.resolve(d) for d in doc] if doc else idx.store.doc_ids()
     todo = [d for d in targets if force or not idx.store.manifest.documents[d].stages.get(STAGE)]
     total_pages = sum(idx.store.manifest.documents[d].n_pages for d in todo)
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as progress:
+    with progress_bar() as progress:
         task = progress.add_task("annotating", total=total_pages, rate="")
 
         def on_doc(doc_id: str, pages: int, seconds: float) -> None:

@@ -153,3 +153,19 @@ def load_benchmark(store, dataset: Path, adapter: str = "mmlongbench"):
 def registry_choice(name: str, names: list[str]) -> type[Enum]:
     """An option type whose choices are a registry's names (typer checks them and lists them in --help)."""
     return Enum(name, {n: n for n in names}, type=str)  # type: ignore[return-value]
+
+
+def progress_bar(rate_field: str = "{task.fields[rate]}"):
+    """The bar of long commands (indexing, annotation): on stderr, with a rate and an ETA."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn(rate_field), TimeElapsedColumn(), TimeRemainingColumn(),
+                    console=err_console, transient=True)

@@ -14,20 +14,17 @@ from trident_local.cli.common import (
     human_console,
     json_option,
     load_benchmark,
-    registry_choice,
     write_json,
 )
-from trident_local.evaluate.datasets import adapter_names
-
-DatasetAdapter = registry_choice("DatasetAdapter", adapter_names())
+from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, DatasetAdapter
 
 
 @cli_command
 def retrieval(
-    index_dir: Path = typer.Option(..., "--index", "-i", help="Index holding the dataset's documents."),
-    dataset: Path = typer.Option(..., help="MMLongBench-Doc samples JSON (doc_id = PDF file name)."),
-    adapter: DatasetAdapter = typer.Option("mmlongbench", help="Dataset adapter that reads --dataset."),
-    pool: str = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg"),
+    index_dir: Path = INDEX,
+    dataset: Path = DATASET,
+    adapter: DatasetAdapter = ADAPTER,
+    pool: str = POOL,
     k: int = typer.Option(5, min=1, help="K for Recall/Precision/F1/nDCG@K."),
     pool_depth: int = typer.Option(20, min=1, help="M: candidate pool size (Recall@M)."),
     rerank: str = typer.Option("none", help="none (pool top-K) | annotated (records + adaptive K <= --k)."),

@@ -5,17 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
-from trident_local.cli.common import cli_command, err_console, human_console, json_option, write_json
+from trident_local.cli.common import (
+    cli_command,
+    err_console,
+    human_console,
+    json_option,
+    progress_bar,
+    write_json,
+)
 
 
 def _status_style(status: str) -> str:
@@ -56,11 +55,7 @@ def index(
         err_console.print(f"[red]error:[/red] no PDF files found in {', '.join(map(str, paths))}")
         raise typer.Exit(2)
     total_pages = 0
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[pages]} pages, {task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-        console=err_console, transient=True,
-    ) as progress:
+    with progress_bar("{task.fields[pages]} pages, {task.fields[rate]}") as progress:
         task = progress.add_task("indexing", total=len(files), pages=0, rate="")
 
         def on_file(res) -> None:
