@@ -175,13 +175,13 @@ def run_stages(python: Path | str, profile: str, ix: Path, tmp: Path) -> dict[st
     cli(python, "annotate", "--index", str(ix), "--profile", profile, "--json", str(ann))
     out["annotate"] = json.loads(ann.read_text())
     ask = ["ask", QUESTION, "--index", str(ix), "--doc", HELIOS, "--rerank", "annotated", "--profile", profile]
-    out["plain"] = stdout_json(cli(python, *ask, "--answer", "plain", "--json"))
-    out["lenses"] = stdout_json(cli(python, *ask, "--answer", "lenses", "--json"))
+    out["plain"] = stdout_json(cli(python, *ask, "--answer", "plain", "--json", "-"))
+    out["lenses"] = stdout_json(cli(python, *ask, "--answer", "lenses", "--json", "-"))
     cited = out["plain"]["answer"]["citations"][0]["page"]
     answer = f"The Coastal region's revenue grew in 2023 [p. {cited}]. Helios reported its results [p. {cited}]."
     out["verify"] = stdout_json(
         cli(python, "verify", answer, "--index", str(ix), "--doc", HELIOS, "--text-judge", profile,
-            "--image-judge", "none", "--decompose", profile, "--json")
+            "--image-judge", "none", "--decompose", profile, "--json", "-")
     )
     dataset = tmp / "qa.json"
     dataset.write_text(json.dumps([
@@ -194,7 +194,7 @@ def run_stages(python: Path | str, profile: str, ix: Path, tmp: Path) -> dict[st
     out["qa"] = json.loads(qa.read_text())
     out["trace"] = stdout_json(
         cli(python, "trace", "What does the sparse page retrieval paper measure?", "--index", str(ix),
-            "--profile", profile, "--json")
+            "--profile", profile, "--json", "-")
     )
     return out
 
