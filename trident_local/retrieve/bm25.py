@@ -83,6 +83,8 @@ class BM25Pool(StoredPool[BM25Structure]):
         if rows.size == 0:
             return []
         sub = scores[rows]
-        order = np.argsort(-sub, kind="stable")[: max(k * 2, k)]
-        hits = [Hit(*s.rows[rows[i]], float(sub[i]), self.name) for i in order]
+        # every row scoring at least the k-th best, ties included: top_k then breaks ties by (doc, page),
+        # so the result does not depend on the order documents were added in
+        cand = np.nonzero(sub >= np.partition(sub, sub.size - k)[sub.size - k])[0] if sub.size > k else range(sub.size)
+        hits = [Hit(*s.rows[rows[i]], float(sub[i]), self.name) for i in cand]
         return top_k(hits, k)
