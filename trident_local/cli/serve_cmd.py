@@ -21,6 +21,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         data_dir: Path = typer.Option(None, "--data-dir", help="Where POST /api/indexes creates indexes."),
         add: list[Path] = typer.Option(None, "--add", help="PDFs or folders to index in the background into the "
                                        "first --index at start (files already indexed are skipped)."),
+        chat: str = typer.Option(None, "--chat", help="Chat/VLM profile for every index (default: each index's "
+                                 "own; 'none': no model). One engine per profile serves all requests, batched."),
     ) -> None:
         """Serve the HTTP API (OpenAPI docs at /docs) and the web page; no model weights needed."""
         import uvicorn
@@ -35,7 +37,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             for p in index:
                 ensure_index(p)
                 indexes[p.resolve().name] = str(p)
-        s = Settings.load(config, indexes=indexes, host=host, port=port,
+        s = Settings.load(config, indexes=indexes, host=host, port=port, chat=chat,
                           data_dir=str(data_dir) if data_dir else None)
         if not s.indexes and not s.data_dir:
             raise typer.BadParameter("give --index DIR (or indexes / data_dir in --config)")

@@ -4,6 +4,7 @@
     models.chat                          # the chat profile's model, or None for "none"
     models.use_profile("chat", "none")   # this run without a chat model (no-model strategies)
     Models(config, overrides={"chat": fake})   # tests: inject a model for a role
+    Models(config, cache=shared)         # several runtimes (a service's indexes), one engine per profile
 
 Stages receive models (or this runtime) and never build them: :meth:`Models.get`
 is the one place that calls :func:`~trident_local.models.profiles.build_model`.
@@ -15,9 +16,10 @@ the lock makes the lazy build safe when stages run in threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from trident_local.models.batcher import BatchingChat, BatchPolicy
 from trident_local.models.profiles import NO_MODEL, ModelProfile, build_model
 
 if TYPE_CHECKING:
@@ -34,6 +36,41 @@ def is_no_model(profile: str | ModelProfile | None) -> bool:
     return profile is None or (isinstance(profile, str) and profile.lower() == NO_MODEL)
 
 
+class ModelCache:
+    """The built models of a process, shareable by several runtimes: one instance per (role, profile).
+
+    ``batching``: role -> :class:`BatchPolicy`; a model of that role is wrapped in a
+    :class:`BatchingChat` when built, so concurrent callers (a service's request
+    threads, its annotation jobs) share one engine through one dispatcher thread.
+    """
+
+    def __init__(self, batching: Mapping[str, BatchPolicy] | None = None,
+                 on_batch: Callable[[str, int], None] | None = None):
+        self.batching = dict(batching or {})
+        self.on_batch = on_batch  # (role, batch size) after each engine call, e.g. for metrics
+        self.built: dict[tuple[str, str], Any] = {}
+        self.builds: list[tuple[str, str]] = []  # (role, profile) in build order
+        self.lock = threading.Lock()
+
+    def get_or_build(self, role: str, profile: str | ModelProfile, options: Mapping[str, Any]) -> Any:
+        key = (role, _key(profile))
+        with self.lock:  # held while building: a second caller waits for the first instance
+            if key not in self.built:
+                model = build_model(role, profile, **options)
+                if role in self.batching and hasattr(model, "chat"):
+                    hook = (lambda n, r=role: self.on_batch(r, n)) if self.on_batch else None
+                    model = BatchingChat(model, self.batching[role], on_batch=hook)
+                self.built[key] = model
+                self.builds.append(key)
+            return self.built[key]
+
+    def close(self) -> None:
+        """Stop the batchers' dispatcher threads (the engines themselves are freed with the process)."""
+        for model in list(self.built.values()):
+            if isinstance(model, BatchingChat):
+                model.close()
+
+
 class Models:
     """Lazily built models per (role, profile); the profile of a role defaults to the config's."""
 
@@ -44,16 +81,17 @@ class Models:
         overrides: Mapping[str, Any] | None = None,
         profiles: Mapping[str, str | ModelProfile] | None = None,
         options: Mapping[str, Mapping[str, Any]] | None = None,
+        cache: ModelCache | None = None,
     ):
         """``overrides``: role -> a ready model (see :meth:`provide`); ``profiles``: role -> profile
         for this runtime instead of the config's; ``options``: role -> build options (e.g.
-        ``allow_download``, engine overrides) passed to ``build_model``."""
+        ``allow_download``, engine overrides) passed to ``build_model``; ``cache``: built models
+        shared with other runtimes (default: this runtime's own)."""
         self.config = config
         self._profiles: dict[str, str | ModelProfile] = dict(profiles or {})
         self._options: dict[str, dict[str, Any]] = {r: dict(o) for r, o in (options or {}).items()}
-        self._built: dict[tuple[str, str], Any] = {}
+        self.cache = cache if cache is not None else ModelCache()
         self._lock = threading.Lock()
-        self.builds: list[tuple[str, str]] = []  # (role, profile) in build order: what this runtime loaded
         for role, obj in (overrides or {}).items():
             self.provide(role, obj)
 
@@ -80,8 +118,9 @@ class Models:
     def provide(self, role: str, model: Any, profile: str | None = None) -> None:
         """Use an already built ``model`` for ``role`` (under ``profile``, default: its ``name``)."""
         name = profile or str(getattr(model, "name", "") or f"provided-{role}")
+        with self.cache.lock:
+            self.cache.built[(role, name)] = model
         with self._lock:
-            self._built[(role, name)] = model
             self._profiles[role] = name
 
     # -- the models --------------------------------------------------------------------------------
@@ -90,12 +129,12 @@ class Models:
         profile = self.profile(role) if profile is None else profile
         if is_no_model(profile):
             return None
-        key = (role, _key(profile))
-        with self._lock:  # held while building: a second caller waits for the first instance
-            if key not in self._built:
-                self._built[key] = build_model(role, profile, **self._options.get(role, {}))
-                self.builds.append(key)
-            return self._built[key]
+        return self.cache.get_or_build(role, profile, self._options.get(role, {}))
+
+    @property
+    def builds(self) -> list[tuple[str, str]]:
+        """(role, profile) of every model built so far, in order (shared with runtimes on the same cache)."""
+        return list(self.cache.builds)
 
     @property
     def chat(self) -> Any:

@@ -16,6 +16,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from trident_local.errors import TridentError
+from trident_local.models.batcher import BatchPolicy
+from trident_local.models.runtime import ModelCache
 from trident_local.serve.auth import KeyStore
 from trident_local.serve.engine import Busy, Engine, NotFound
 from trident_local.serve.gate import Gate, QueueFull
@@ -112,8 +114,12 @@ def create_app(settings: Settings) -> FastAPI:
     keys = KeyStore(settings.resolved_keys_file, settings.api_key)
     if not settings.loopback and not keys.enabled:
         raise TridentError(f"binding {settings.host} (not loopback) needs an API key: set TRIDENT_API_KEY")
-    engine = Engine(settings.indexes, settings.data_dir, settings.chat)
     metrics = Metrics.create()
+    # One engine per chat profile in this process, shared by every index, request thread and job;
+    # concurrent callers' requests reach it as one batch (see models/batcher.py).
+    cache = ModelCache(batching={"chat": BatchPolicy(settings.batch_max, settings.batch_wait_ms)},
+                       on_batch=lambda role, n: metrics.batch_size.labels(role).observe(n))
+    engine = Engine(settings.indexes, settings.data_dir, settings.chat, cache)
     for h in engine.handles.values():
         clean_partials(h.path)
 
@@ -151,6 +157,7 @@ def create_app(settings: Settings) -> FastAPI:
                                               "auth": keys.enabled}})
         yield
         jobs.stop()  # SIGTERM: the current file finishes, the rest stays queued
+        cache.close()
         log.info("stopped")
 
     app = FastAPI(title="trident serve", version="1", lifespan=lifespan,

@@ -22,6 +22,7 @@ from typing import Any
 from trident_local.config import Config
 from trident_local.errors import TridentError
 from trident_local.index import FileResult, Index
+from trident_local.models.runtime import ModelCache, Models
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -92,11 +93,14 @@ class _Pooled(Index):
 class IndexHandle:
     """One served index: its directory, its lock and its current read snapshot."""
 
-    def __init__(self, name: str, path: Path, chat: str = ""):
+    def __init__(self, name: str, path: Path, chat: str = "", cache: ModelCache | None = None):
         self.name, self.path = name, path
         self.lock = RWLock()
         self.snapshot = Index.open(path)
-        self.models = self.snapshot.models  # one runtime per served index: every request shares its models
+        # One runtime per served index, every request of it shares its models; the built models
+        # themselves live in the service's cache, so indexes with the same chat profile share one engine.
+        self.models = Models(self.snapshot.config, cache=cache)
+        self.snapshot.models = self.models
         if chat:
             self.models.use_profile("chat", chat)
         self.generation = 0
@@ -115,12 +119,14 @@ class IndexHandle:
 class Engine:
     """The served indexes and the library calls the API makes on them."""
 
-    def __init__(self, indexes: dict[str, str], data_dir: str = "", chat: str = ""):
+    def __init__(self, indexes: dict[str, str], data_dir: str = "", chat: str = "",
+                 cache: ModelCache | None = None):
         self.chat = chat  # overrides each index's chat profile when set
         self.data_dir = Path(data_dir) if data_dir else None
+        self.cache = cache if cache is not None else ModelCache()  # the process's engines, shared by indexes
         self.handles: dict[str, IndexHandle] = {}
         for name, path in indexes.items():
-            self.handles[name] = IndexHandle(name, Path(path), chat)
+            self.handles[name] = IndexHandle(name, Path(path), chat, self.cache)
 
     # -- indexes -------------------------------------------------------------------------------------
     def handle(self, name: str) -> IndexHandle:
@@ -147,7 +153,7 @@ class Engine:
             raise TridentError(f"bad index config: {e}") from e
         path = self.data_dir / name
         Index.create(path, cfg)
-        self.handles[name] = IndexHandle(name, path, self.chat)
+        self.handles[name] = IndexHandle(name, path, self.chat, self.cache)
         return self.handles[name]
 
     def index_info(self, name: str) -> dict[str, Any]:

@@ -81,7 +81,9 @@ def ready(request: Request) -> JSONResponse:
             problems.append(f"index {name}: manifest missing")
     if not jobs.alive:
         problems.append("job worker not running")
-    return JSONResponse({"ready": not problems, "problems": problems}, status_code=503 if problems else 200)
+    return JSONResponse({"ready": not problems, "problems": problems,
+                         "models": [list(b) for b in engine.cache.builds]},  # engines built in this process
+                        status_code=503 if problems else 200)
 
 
 @router.get("/metrics", tags=["operations"], dependencies=[Depends(require("read"))])

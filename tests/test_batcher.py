@@ -1,0 +1,114 @@
+"""The chat batcher: concurrent callers share one engine, from one thread, in merged batches."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from trident_local.models.batcher import BatchingChat, BatchPolicy
+from trident_local.models.protocols import ChatRequest, ChatResult, Message
+from trident_local.models.runtime import ModelCache, Models
+
+
+class SlowEngine:
+    """Answers each request with its own text; takes ``delay`` per call; records the calling thread
+    and refuses concurrent entry, as a non-thread-safe engine (vLLM's offline LLM) would break."""
+
+    name = "slow"
+    supports_images = False
+    supports_json_schema = True
+
+    def __init__(self, delay: float = 0.05, fail_on: str = ""):
+        self.delay, self.fail_on = delay, fail_on
+        self.batches: list[int] = []
+        self.threads: set[int] = set()
+        self._inside = threading.Lock()
+
+    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        if not self._inside.acquire(blocking=False):
+            raise AssertionError("the engine was entered by two threads at once")
+        try:
+            self.threads.add(threading.get_ident())
+            self.batches.append(len(requests))
+            time.sleep(self.delay)
+            texts = [r.messages[0].text() for r in requests]
+            if self.fail_on and self.fail_on in texts:
+                raise RuntimeError("engine died")
+            return [ChatResult(t.upper(), prompt_tokens=1, completion_tokens=1) for t in texts]
+        finally:
+            self._inside.release()
+
+
+def req(text: str) -> ChatRequest:
+    return ChatRequest([Message("user", text)])
+
+
+def test_concurrent_callers_get_their_own_results_from_merged_batches() -> None:
+    engine = SlowEngine()
+    chat = BatchingChat(engine)
+    callers = 16
+
+    def ask(i: int) -> list[str]:
+        return [r.text for r in chat.chat([req(f"q{i}a"), req(f"q{i}b")])]
+
+    with ThreadPoolExecutor(callers) as pool:
+        out = list(pool.map(ask, range(callers)))
+    chat.close()
+    assert out == [[f"Q{i}A", f"Q{i}B"] for i in range(callers)]  # each caller its own, in order
+    assert len(engine.threads) == 1  # one dispatcher thread talks to the engine
+    assert sum(engine.batches) == 2 * callers
+    assert len(engine.batches) < callers and max(engine.batches) > 2  # callers were merged
+    assert chat.stats.requests == 2 * callers and chat.stats.callers == callers
+    assert chat.stats.mean_batch > 2
+
+
+def test_a_lone_caller_does_not_wait() -> None:
+    engine = SlowEngine(delay=0.0)
+    chat = BatchingChat(engine, BatchPolicy(max_wait_ms=0))
+    assert [r.text for r in chat.chat([req("x")])] == ["X"]
+    assert engine.batches == [1]
+    chat.close()
+
+
+def test_max_batch_is_respected_and_callers_are_never_split() -> None:
+    engine = SlowEngine(delay=0.02)
+    chat = BatchingChat(engine, BatchPolicy(max_batch=4))
+    with ThreadPoolExecutor(8) as pool:
+        out = list(pool.map(lambda i: [r.text for r in chat.chat([req(f"{i}.{j}") for j in range(3)])], range(8)))
+    chat.close()
+    assert out == [[f"{i}.{j}" for j in range(3)] for i in range(8)]
+    assert max(engine.batches) <= 4 and all(b % 3 == 0 for b in engine.batches)
+
+
+def test_an_engine_error_fails_only_its_batch_and_the_dispatcher_lives_on() -> None:
+    engine = SlowEngine(delay=0.0, fail_on="boom")
+    chat = BatchingChat(engine)
+    with pytest.raises(RuntimeError, match="engine died"):
+        chat.chat([req("boom")])
+    assert [r.text for r in chat.chat([req("ok")])] == ["OK"]
+    chat.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        chat.chat([req("late")])
+
+
+def test_a_model_cache_shares_one_batched_engine_between_runtimes(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+
+    def fake_build(role: str, profile: str, **_: object) -> SlowEngine:
+        built.append(profile)
+        return SlowEngine(delay=0.0)
+
+    monkeypatch.setattr("trident_local.models.runtime.build_model", fake_build)
+    sizes: list[tuple[str, int]] = []
+    cache = ModelCache(batching={"chat": BatchPolicy()}, on_batch=lambda role, n: sizes.append((role, n)))
+    a = Models(profiles={"chat": "p"}, cache=cache)
+    b = Models(profiles={"chat": "p"}, cache=cache)
+    assert a.chat is b.chat and isinstance(a.chat, BatchingChat) and built == ["p"]
+    assert a.chat.supports_json_schema and a.chat.delay == 0.0  # the engine's attributes show through
+    a.chat.chat([req("x")])
+    assert sizes == [("chat", 1)] and a.builds == b.builds == [("chat", "p")]
+    cache.close()
