@@ -14,7 +14,7 @@ while some lens answered is replaced by the rule pick.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -22,6 +22,7 @@ from trident_local.errors import ModelOutputError, TridentError
 from trident_local.generate import prompts
 from trident_local.generate.records import NOT_ANSWERABLE, Answer, is_not_answerable
 from trident_local.models import structured
+from trident_local.models.budget import Fit, budget_of, fit
 from trident_local.models.protocols import (
     ChatModel,
     ChatRequest,
@@ -36,10 +37,12 @@ if TYPE_CHECKING:
     from trident_local.query import Query
     from trident_local.rerank.records import CandidateRecord
     from trident_local.retrieve.base import Hit
+    from trident_local.store.index_store import IndexStore
 
 LENS_ORDER = ("topical", "entity", "structural")
 MAX_ANSWER_CHARS = prompts.MAX_ANSWER_CHARS
-MAX_TOKENS = 384  # the reply's bound: 1000 characters of answer and the JSON around it
+MAX_TOKENS = structured.reply_params(prompts.ANSWER_SCHEMA).max_tokens  # 1000 characters of answer + JSON
+PAGE_TEXT_CUTS = (2000, 1200, 800, 400)  # characters per page, when the pages do not fit the context
 
 
 def parse_answer(res: ChatResult) -> str:
@@ -164,6 +167,31 @@ def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_
     return LensOutcome(out, answer, "synthesis", errors)
 
 
+def fitted_pages(
+    chat: ChatModel, store: IndexStore, question: str, hits: Sequence[Hit], systems: Sequence[str]
+) -> tuple[list[ContentPart], int, Fit]:
+    """(page content, pages shown, fit): the pages every answer call sees, fitted to the context
+    with the longest of ``systems``. Each page's text is shortened first (text models), then the
+    lowest-ranked pages are left out, down to one."""
+    from trident_local.generate.pages import TEXT_CHARS_PER_PAGE, page_content
+
+    system = max(systems, key=len)
+    shown, cap = len(hits), TEXT_CHARS_PER_PAGE
+
+    def versions() -> Iterator[tuple[str, ChatRequest]]:
+        nonlocal shown, cap
+        yield "", _request(system, question, page_content(store, hits, chat), "fit")
+        if not chat.supports_images:
+            for cap in PAGE_TEXT_CUTS:
+                yield f"page text to {cap} chars", _request(system, question, page_content(store, hits, chat, cap), "fit")
+        for shown in range(len(hits) - 1, 0, -1):
+            yield f"pages to {shown}", _request(system, question, page_content(store, hits[:shown], chat, cap), "fit")
+
+    req, how = fit(budget_of(chat), versions())  # lazily: shown and cap are the returned version's
+    content = req.messages[1].parts()[1:-1]  # between the question and the question again
+    return content, shown, how
+
+
 class _ModelStrategy:
     """Plain, lenses or the format gate's pick between them, over the pages' model content."""
 
@@ -182,14 +210,14 @@ class _ModelStrategy:
     ) -> Answer:
         from trident_local.generate.answer import citations
         from trident_local.generate.gate import gate
-        from trident_local.generate.pages import page_content
 
         if chat is None:  # get_answer_strategy hands out the no-model strategy instead
             raise TridentError(f"the {self.name!r} answer strategy needs a chat model")
         t0 = time.perf_counter()
-        cites = citations(index.store, hits, records)
         chosen, reason = gate(query.text, self.name)
-        content = page_content(index.store, hits, chat)
+        systems = [prompts.PLAIN_SYSTEM] if chosen == "plain" else [prompts.lens_system(n) for n in LENS_ORDER]
+        content, shown, how = fitted_pages(chat, index.store, query.text, hits, systems)
+        cites = citations(index.store, hits[:shown], records)  # only the pages the model was shown
         if chosen == "plain":
             text, errors = plain(chat, query.text, content)
             ans = Answer(query.text, text, f"plain:{chat.name}", cites, gate=reason, errors=errors)
@@ -205,6 +233,7 @@ class _ModelStrategy:
                 synthesis=out.how,
                 errors=out.errors,
             )
+        ans.prompt = how.to_dict()
         ans.seconds = time.perf_counter() - t0
         return ans
 
