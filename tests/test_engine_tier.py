@@ -277,6 +277,28 @@ def test_served_text_model_takes_no_images(server: str) -> None:
     assert build_model("chat", server).supports_images is False
 
 
+def test_prompts_are_fitted_to_a_small_context(
+    server: str, base_index: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The same server under a client-side context of 1536 tokens: the five answer pages do not fit
+    with the answer's reply budget, so their text is cut (or pages left out) until they do, counted
+    by the server's /tokenize, and every call the engine ran stays within the 1536."""
+    ix = copy_index(base_index, tmp_path_factory, "small-context")
+    small = tmp_path_factory.mktemp("small") / "smollm2-small-context.toml"
+    small.write_text(Path(server).read_text() + "max_model_len = 1536\n")
+    res = stdout_json(cli(sys.executable, "ask", QUESTION, "--index", str(ix), "--doc", HELIOS, "--rerank", "none",
+                          "--answer", "lenses", "--k-max", "5", "--profile", str(small), "--json", "-"))
+    ans = res["answer"]
+    assert ans["mode"].startswith("lenses:") and ans["errors"] == [], ans["errors"]
+    assert ans["prompt"]["fits"] and ans["prompt"]["cuts"], ans["prompt"]  # fitted, and says what it cut
+    assert ans["prompt"]["prompt_tokens"] + ans["prompt"]["max_tokens"] <= 1536
+    rt = res["runtime"]
+    (usage,) = rt["chat"].values()
+    assert usage["max_model_len"] == 1536 and usage["counter"] == "server /tokenize", usage
+    assert usage["refused"] == 0 and usage["errors"] == 0 and usage["max_context"] <= 1536, usage
+    print(f"small context: cuts {ans['prompt']['cuts']}, runtime {usage}")
+
+
 def test_server_counts_prompts_as_the_local_tokenizer_does(server: str) -> None:
     """The served profile counts with the server's /tokenize; a profile with the weights folder
     counts locally: both must give the server's own prompt size, template included."""

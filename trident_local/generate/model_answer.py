@@ -113,6 +113,27 @@ def _agreement(a: str, others: Sequence[str]) -> float:
     return total
 
 
+def synthesis_request(question: str, readings: dict[str, str], answer_type: str) -> ChatRequest:
+    return ChatRequest(
+        messages=[
+            Message("system", prompts.SYNTHESIS_SYSTEM),
+            Message("user", prompts.synthesis_user(question, readings, answer_type)),
+        ],
+        params=SamplingParams(max_tokens=MAX_TOKENS),
+        json_schema=prompts.ANSWER_SCHEMA,
+        tag="answer-synthesis",
+    )
+
+
+def synthesis_versions(question: str, readings: dict[str, str], answer_type: str) -> Iterator[tuple[str, ChatRequest]]:
+    """The synthesis call, then with each lens reading's tail cut (three readings of up to
+    MAX_ANSWER_CHARS each need not fit a small context beside the reply)."""
+    yield "", synthesis_request(question, readings, answer_type)
+    for cap in (600, 300, 150):
+        cut = {k: v[:cap] for k, v in readings.items()}
+        yield f"readings to {cap} chars", synthesis_request(question, cut, answer_type)
+
+
 def rule_pick(lenses: dict[str, str], answer_type: str) -> tuple[str, str]:
     """The format-aware rule: numeric -> entity lens, location -> structural lens, else consensus."""
     answered = {k: v for k, v in lenses.items() if not is_not_answerable(v)}
@@ -145,15 +166,7 @@ def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_
             out[name] = got
     if all(is_not_answerable(v) for v in out.values()):
         return LensOutcome(out, NOT_ANSWERABLE, "all lenses: not answerable (no synthesis call)", errors)
-    syn = ChatRequest(
-        messages=[
-            Message("system", prompts.SYNTHESIS_SYSTEM),
-            Message("user", prompts.synthesis_user(question, out, answer_type)),
-        ],
-        params=SamplingParams(max_tokens=MAX_TOKENS),
-        json_schema=prompts.ANSWER_SCHEMA,
-        tag="answer-synthesis",
-    )
+    syn, _ = fit(budget_of(chat), synthesis_versions(question, out, answer_type))
     answer = _answers(chat, [syn])[0]
     if isinstance(answer, ModelOutputError):
         errors.append(f"synthesis: {answer}")

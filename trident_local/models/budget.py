@@ -176,12 +176,15 @@ def fit(budget: ContextBudget, versions: Iterable[tuple[str, ChatRequest]]) -> t
     """The first version whose prompt leaves room for its ``max_tokens``, fullest first.
 
     ``versions`` yields (what this version cuts, request) lazily, the full prompt first with
-    an empty label; later ones cut more. When none fits, the last (shortest) one comes back
-    with ``fits=False``: the runtime refuses it rather than let the engine cut it.
+    an empty label; later ones cut more (one that changes nothing is skipped). When none
+    fits, the last (shortest) one comes back with ``fits=False``: the runtime refuses it
+    rather than let the engine cut it.
     """
     cuts: list[str] = []
     last: tuple[ChatRequest, Fit] | None = None
     for label, req in versions:
+        if last is not None and req == last[0]:
+            continue  # the cut changed nothing (e.g. texts already shorter): neither counted nor reported
         if label:
             cuts.append(label)
         if budget.max_model_len is None:  # nothing to fit to: the full prompt, uncounted
