@@ -72,6 +72,8 @@ class MeteredChat:
         return bool(getattr(self.inner, "supports_json_schema", False))
 
     def __getattr__(self, attr: str) -> Any:
+        if attr == "inner":  # not set yet (e.g. while unpickling): no recursion
+            raise AttributeError(attr)
         return getattr(self.inner, attr)
 
     def context_budget(self) -> ContextBudget:
