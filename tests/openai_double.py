@@ -1,6 +1,8 @@
 """Test double: a small OpenAI-compatible server around any `ChatModel` (stdlib http.server only).
 
-Serves ``POST /v1/chat/completions``, ``GET /v1/models`` and ``GET /health``.
+Serves ``POST /v1/chat/completions``, ``GET /v1/models`` and ``GET /health``; for a
+model with a ``context_budget()``, also what vLLM's server adds: ``max_model_len``
+in the model card and ``POST /tokenize`` (the chat prompt's token count).
 Concurrent HTTP requests are gathered for a few milliseconds into one
 ``chat()`` batch (one worker thread owns the model), so a batched backend
 sees batches even though clients send one request per call. Meant for
@@ -184,6 +186,11 @@ class ChatServer(ThreadingHTTPServer):
         self.request_timeout_s = request_timeout_s
         self.batcher = MicroBatcher(model, max_batch=max_batch, wait_s=batch_wait_s)
 
+    def budget(self) -> Any:
+        """The served model's context budget, where it has one (vLLM-style extras), else None."""
+        fn = getattr(self.batcher.model, "context_budget", None)
+        return fn() if callable(fn) else None
+
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
@@ -232,17 +239,29 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"status": "ok"})
         elif path == "/v1/models":
             if self._authorized():
-                self._send(
-                    200,
-                    {
-                        "object": "list",
-                        "data": [{"id": self.server.model_name, "object": "model", "owned_by": "trident"}],
-                    },
-                )
+                card: dict[str, Any] = {"id": self.server.model_name, "object": "model", "owned_by": "trident"}
+                budget = self.server.budget()
+                if budget is not None:
+                    card["max_model_len"] = budget.max_model_len
+                self._send(200, {"object": "list", "data": [card]})
         else:
             self._error(404, f"no route {self.path}", "not_found_error")
 
+    def _tokenize(self) -> None:
+        budget = self.server.budget()
+        if budget is None:
+            self._error(404, f"no route {self.path}", "not_found_error")
+            return
+        length = int(self.headers.get("Content-Length", "0"))
+        payload = json.loads(self.rfile.read(length) or b"{}")
+        messages = [Message(m["role"], m["content"]) for m in payload.get("messages", [])]
+        self._send(200, {"count": budget.counter.count(messages), "max_model_len": budget.max_model_len,
+                         "tokens": []})
+
     def do_POST(self) -> None:
+        if self.path.split("?")[0].rstrip("/") == "/tokenize" and self._authorized():
+            self._tokenize()
+            return
         if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
             self._error(404, f"no route {self.path}", "not_found_error")
             return

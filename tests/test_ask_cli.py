@@ -218,7 +218,7 @@ def test_ask_with_a_tiny_model_profile(
     from trident_local.rerank import model_rerank
 
     monkeypatch.setattr(model_answer, "MAX_TOKENS", 8)
-    monkeypatch.setattr(model_rerank, "max_tokens", lambda k_max: 8)
+    monkeypatch.setattr(model_rerank, "max_tokens", lambda schema: 8)
     profile = tiny_chat_profile(tmp_path, "llama")
     res = runner.invoke(
         app,
@@ -259,7 +259,7 @@ def test_eval_qa_with_a_tiny_model_profile(
     from trident_local.rerank import model_rerank
 
     monkeypatch.setattr(model_answer, "MAX_TOKENS", 8)
-    monkeypatch.setattr(model_rerank, "max_tokens", lambda k_max: 8)
+    monkeypatch.setattr(model_rerank, "max_tokens", lambda schema: 8)
     real = qa_extract.extraction_request
 
     def short(question: str, reply: str):

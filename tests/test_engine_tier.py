@@ -10,7 +10,9 @@ per module, one CLI process per group of stages.
 
 SmolLM2 is a plumbing model: the tests check what the engine path guarantees
 (no engine fallback, schema-valid replies, no reply cut by max_tokens, pure
-JSON on stdout, one citation per page), never answer quality.
+JSON on stdout, one citation per page, one chat engine per CLI process, every
+prompt + max_tokens within the model's context by the engine's own count),
+never answer quality.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ pytestmark = pytest.mark.engine
 REPO = Path(__file__).resolve().parents[1]
 ENGINE_PY = REPO / ".venv-engine" / "bin" / "python"
 OFFLINE = "smollm2-135m-instruct-vllm"
+WEIGHTS = REPO / "models" / "smollm2-135m-instruct"
+MAX_MODEL_LEN = 8192  # the profile's
 SAMPLES = sorted((REPO / "samples").glob("*.pdf"))
 HELIOS = "helios_annual_report_2023.pdf"
 QUESTION = "What was the revenue of the Coastal region in 2023?"
@@ -140,6 +144,18 @@ def server(engine_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 # -- what every run must satisfy ----------------------------------------------------------------------
+def check_runtime(data: dict[str, Any], what: str) -> None:
+    """One chat engine in the CLI process, and every call within the context by the engine's count."""
+    rt = data["runtime"]
+    chats = [b for b in rt["builds"] if b["role"] == "chat"]
+    assert len(chats) == 1, f"{what}: {len(chats)} chat models built in one process: {rt['builds']}"
+    (usage,) = rt["chat"].values()
+    assert usage["max_model_len"] == MAX_MODEL_LEN and usage["exact"], usage  # the model's own tokenizer
+    assert usage["sent"] > 0 and usage["refused"] == 0 and usage["errors"] == 0, usage
+    assert usage["max_context"] <= MAX_MODEL_LEN, usage  # prompt_tokens + max_tokens, largest call
+    print(f"{what} runtime: {usage}")
+
+
 def check_calls(calls: dict[str, Any], what: str) -> None:
     assert calls["requests"] > 0, f"{what}: no model calls"
     assert calls["failed"] == 0, f"{what}: engine errors {calls['errors']}"
@@ -200,6 +216,8 @@ def run_stages(python: Path | str, profile: str, ix: Path, tmp: Path) -> dict[st
 
 
 def check_all(out: dict[str, Any], label: str) -> None:
+    for stage in ("annotate", "plain", "lenses", "verify", "qa", "trace"):
+        check_runtime(out[stage], f"{label} {stage}")
     for doc_id, calls in out["annotate"]["model_calls"].items():
         check_calls(calls, f"{label} annotate {doc_id}")
     assert not out["annotate"]["failed"]
@@ -257,3 +275,49 @@ def test_served_text_model_takes_no_images(server: str) -> None:
     from trident_local.models.profiles import build_model
 
     assert build_model("chat", server).supports_images is False
+
+
+def test_prompts_are_fitted_to_a_small_context(
+    server: str, base_index: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The same server under a client-side context of 1536 tokens: the five answer pages do not fit
+    with the answer's reply budget, so their text is cut (or pages left out) until they do, counted
+    by the server's /tokenize, and every call the engine ran stays within the 1536."""
+    ix = copy_index(base_index, tmp_path_factory, "small-context")
+    small = tmp_path_factory.mktemp("small") / "smollm2-small-context.toml"
+    small.write_text(Path(server).read_text() + "max_model_len = 1536\n")
+    res = stdout_json(cli(sys.executable, "ask", QUESTION, "--index", str(ix), "--doc", HELIOS, "--rerank", "none",
+                          "--answer", "lenses", "--k-max", "5", "--profile", str(small), "--json", "-"))
+    ans = res["answer"]
+    assert ans["mode"].startswith("lenses:") and ans["errors"] == [], ans["errors"]
+    assert ans["prompt"]["fits"] and ans["prompt"]["cuts"], ans["prompt"]  # fitted, and says what it cut
+    assert ans["prompt"]["prompt_tokens"] + ans["prompt"]["max_tokens"] <= 1536
+    rt = res["runtime"]
+    (usage,) = rt["chat"].values()
+    assert usage["max_model_len"] == 1536 and usage["counter"] == "server /tokenize", usage
+    assert usage["refused"] == 0 and usage["errors"] == 0 and usage["max_context"] <= 1536, usage
+    print(f"small context: cuts {ans['prompt']['cuts']}, runtime {usage}")
+
+
+def test_server_counts_prompts_as_the_local_tokenizer_does(server: str) -> None:
+    """The served profile counts with the server's /tokenize; a profile with the weights folder
+    counts locally: both must give the server's own prompt size, template included."""
+    sys.path.insert(0, str(REPO))
+    from trident_local.models.profiles import build_model
+    from trident_local.models.protocols import ChatRequest, Message, SamplingParams
+
+    by_server = build_model("chat", server)
+    local = build_model("chat", server, weights=str(WEIGHTS))
+    bs, bl = by_server.context_budget(), local.context_budget()
+    assert (bs.counter.source, bs.max_model_len) == ("server /tokenize", MAX_MODEL_LEN)
+    assert bl.counter.source.startswith("tokenizer") and bl.max_model_len == MAX_MODEL_LEN
+    reqs = [
+        ChatRequest([Message("system", "Reply with JSON."), Message("user", ["Question: what?", "[a.pdf, page 2]\n"
+                     "Table 1: Revenue 2022 74.5 | 2023 95.2", "Question (again): what?"])], SamplingParams(max_tokens=4)),
+        ChatRequest([Message("user", "hello")], SamplingParams(max_tokens=4)),
+    ]
+    out = by_server.chat(reqs)
+    assert [r.error for r in out] == [None, None]
+    assert [bs.counter.count(r.messages) for r in reqs] == [bl.counter.count(r.messages) for r in reqs] == [
+        r.prompt_tokens for r in out
+    ]

@@ -100,7 +100,10 @@ def test_call_resends_length_cut_replies_once_with_more_room_and_counts() -> Non
         "unparsable": 1,
         "length_cut": 2,
         "length_retried": 2,
+        "fitted": 0,
+        "not_fitting": 0,
         "repairs": {},
+        "cuts": {},
         "errors": [],
     }
 

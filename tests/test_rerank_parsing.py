@@ -109,7 +109,7 @@ def test_rerank_pool_falls_back_to_pool_order(index: Index, reply: str | None) -
 def test_tiny_model_rerank_garbage_is_counted(
     index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mr, "max_tokens", lambda k_max: 16)
+    monkeypatch.setattr(mr, "max_tokens", lambda schema: 16)
     chat = build_model("chat", tiny_chat_profile(tmp_path, "llama"))
     q = "What was the revenue of the Coastal region?"
     hits = index.search(q, pool="bm25", doc="helios_annual_report_2023.pdf", k=3)

@@ -7,7 +7,7 @@ falls back to the no-model strategy for it, and the failure is counted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,7 @@ from trident_local.annotate.records import Entity
 from trident_local.docs.model import Document, Page
 from trident_local.errors import ModelOutputError
 from trident_local.models import structured
+from trident_local.models.budget import Fit, budget_of, char_caps, fit, reply_token_bound
 from trident_local.models.protocols import ChatModel, ChatRequest, ImagePart, Message, SamplingParams
 from trident_local.models.structured import CallStats
 
@@ -24,12 +25,14 @@ __all__ = ["CallStats", "NameItem", "PageModelOutput", "annotate_pages", "name_c
 
 MAX_MODEL_ENTITIES = 40
 MAX_NAME_WORDS = 6
-# Sized for the reply models' bounds (25 entities of <= 60 chars, a 500-char caption; a 60-char
-# name) at about 3 characters a token, so a constrained reply finishes; one that still hits the
-# budget is re-sent once with twice the room (which covers one token per character).
-PAGE_MAX_TOKENS = 1024
-CAPTION_MAX_TOKENS = 256
-NAME_MAX_TOKENS = 64
+# The longest whitespace-free reply each schema admits (25 entities of <= 60 characters, a
+# 500-character caption; a 60-character name), at one token a character: a constrained reply
+# always finishes. One that is cut all the same (multi-token characters) is re-sent once with
+# twice the room, within the model's context.
+PAGE_MAX_TOKENS = reply_token_bound(structured.json_schema(prompts.page_schema(False)))
+CAPTION_MAX_TOKENS = reply_token_bound(structured.json_schema(prompts.page_schema(True))) - PAGE_MAX_TOKENS
+NAME_MAX_TOKENS = reply_token_bound(structured.json_schema(prompts.ConceptName))
+MIN_PAGE_TEXT_CHARS = 300  # below this a page call says too little to be worth its reply
 
 
 @dataclass
@@ -46,17 +49,40 @@ def _objects(page: Page) -> list[str]:
     ]
 
 
-def page_request(page: Page, image: Path | None, with_caption: bool) -> ChatRequest:
+def page_request(
+    page: Page, image: Path | None, with_caption: bool, text_chars: int = prompts.PAGE_TEXT_CHARS,
+    objects: bool = True,
+) -> ChatRequest:
     content: list[str | ImagePart] = [prompts.page_instructions(with_caption)]
     if image is not None:
         content.append(ImagePart(path=str(image)))
-    content.append(prompts.page_content(page.number, page.section, page.text, _objects(page)))
+    content.append(
+        prompts.page_content(page.number, page.section, page.text[:text_chars], _objects(page) if objects else [])
+    )
     return ChatRequest(
         messages=[Message("system", prompts.PAGE_SYSTEM), Message("user", content)],
         params=SamplingParams(max_tokens=PAGE_MAX_TOKENS + (CAPTION_MAX_TOKENS if with_caption else 0)),
         json_schema=structured.json_schema(prompts.page_schema(with_caption)),
         tag=f"annotate-page:{page.number}",
     )
+
+
+def fitted_page_request(
+    chat: ChatModel, page: Page, image: Path | None, with_caption: bool
+) -> tuple[ChatRequest, Fit]:
+    """The page call that fits the model's context: the page text's tail is cut first (down to
+    MIN_PAGE_TEXT_CHARS), then the list of detected objects; a page that does not fit even so
+    is refused by the runtime and falls back to the no-model annotation."""
+    full = min(len(page.text), prompts.PAGE_TEXT_CHARS)
+
+    def versions() -> Iterator[tuple[str, ChatRequest]]:
+        yield "", page_request(page, image, with_caption)
+        for cap in char_caps(full, MIN_PAGE_TEXT_CHARS):
+            yield f"page-text to {cap} chars", page_request(page, image, with_caption, cap)
+        if _objects(page):
+            yield "objects dropped", page_request(page, image, with_caption, min(full, MIN_PAGE_TEXT_CHARS), False)
+
+    return fit(budget_of(chat), versions())
 
 
 def page_output(value: prompts.PageEntities) -> PageModelOutput:
@@ -76,11 +102,13 @@ def annotate_pages(
 ) -> tuple[list[PageModelOutput | None], CallStats]:
     """Caption (when the model sees images) and entities for every page, in ONE batch."""
     with_caption = bool(chat.supports_images and image_of is not None)
-    reqs = [
-        page_request(p, image_of(p.number) if with_caption and image_of else None, with_caption)
-        for p in doc.pages
-    ]
     stats = CallStats()
+    reqs = []
+    for p in doc.pages:
+        req, how = fitted_page_request(chat, p, image_of(p.number) if with_caption and image_of else None,
+                                       with_caption)
+        stats.note_fit(how)
+        reqs.append(req)
     replies = structured.call(chat, reqs, prompts.page_schema(with_caption), stats)
     return [page_output(r.value) if r.value is not None else None for r in replies], stats
 
@@ -103,7 +131,7 @@ def name_request(item: NameItem, i: int) -> ChatRequest:
                 + prompts.name_content(item.kind, item.members, item.context),
             ),
         ],
-        params=SamplingParams(max_tokens=NAME_MAX_TOKENS),
+        params=SamplingParams(max_tokens=NAME_MAX_TOKENS),  # the name is one short line: no fitting
         json_schema=structured.json_schema(prompts.ConceptName),
         tag=f"annotate-name:{i}",
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from trident_local.cli.common import cli_command, console, err_console, json_option, progress_bar, write_json
+from trident_local.models.runtime import runtime_report
 
 
 @cli_command
@@ -65,6 +66,7 @@ def annotate(
             "pages": rep.pages,
             "seconds": rep.seconds,
             "model_calls": rep.calls,
+            "runtime": runtime_report(),
         },
     )
     if rep.failed:

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from trident_local.cli.common import cli_command, console, json_option, registry_choice, write_json
 from trident_local.generate.base import answer_names
+from trident_local.models.runtime import runtime_report
 from trident_local.rerank.base import reranker_names
 from trident_local.rerank.fields import FIELD_SETS
 from trident_local.retrieve.base import pool_names
@@ -58,7 +59,7 @@ def ask(
         pool=pool.value, rerank=rerank.value, fields=fields.value, answer=answer.value, k_max=k_max, verify=verify
     )
     res = run_ask(idx, question, options, doc=doc or None)
-    write_json(json_out, res.to_dict())
+    write_json(json_out, {**res.to_dict(), "runtime": runtime_report()})
     a = res.answer
     print_answer(a)
     for name, text in a.lenses.items():

@@ -17,6 +17,7 @@ from trident_local.cli.common import (
     write_json,
 )
 from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, DatasetAdapter
+from trident_local.models.runtime import runtime_report
 
 
 @cli_command
@@ -95,6 +96,7 @@ def qa(
             **s,
             "skipped_bad_pages": len(rep.bad_pages),
             "skipped_missing_docs": sum(rep.missing_docs.values()),
+            "runtime": runtime_report(),
         },
     )
     if run_out:

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from trident_local.cli.common import cli_command, console, err_console, json_option, write_json
+from trident_local.models.runtime import runtime_report
 
 
 def _split_choices(choices: list[str] | None) -> list[str]:
@@ -42,7 +43,7 @@ def trace(
     idx = Index.open(index_dir)
     tracer = Tracer.from_profile(idx, profile, per_paper=per_paper)
     res = tracer.trace(question, answer_format, _split_choices(choices), papers=papers or None, n_papers=n_papers)
-    write_json(json_out, res.to_dict())
+    write_json(json_out, {**res.to_dict(), "runtime": runtime_report()})
     console.print(f"[bold]Q:[/bold] {question}", highlight=False)
     ans = res.answer
     if res.answer_format == "table" and isinstance(ans, list) and ans:

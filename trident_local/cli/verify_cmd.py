@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from trident_local.cli.common import cli_command, console, err_console, json_option, write_json
+from trident_local.models.runtime import runtime_report
 
 
 def read_answer(arg: str) -> str | dict:
@@ -70,7 +71,7 @@ def verify(
     verifier = Verifier.from_index(index_dir, text=text_judge, image=image_judge, window=window,
                                    decompose_with=decompose)
     report = verifier.verify(parsed_answer, doc)
-    write_json(json_out, report.to_dict())
+    write_json(json_out, {**report.to_dict(), "runtime": runtime_report()})
     table = Table(title=f"{report.file_name}: {len(report.results)} citation(s), window ±{report.window}")
     for col in ("claim", "text", "page", "text ch.", "image ch.", "verdict", "action", "→ page", "flags"):
         table.add_column(col, overflow="fold")

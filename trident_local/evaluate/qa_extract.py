@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from trident_local.errors import ModelOutputError
 from trident_local.generate.records import is_not_answerable
-from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
-from trident_local.models.structured import parse_json_text
+from trident_local.models.protocols import ChatModel, ChatRequest, Message
+from trident_local.models.structured import parse_json_text, reply_params
 
 NOT_ANSWERABLE = "Not answerable"
 FORMATS = ("Integer", "Float", "String", "List", "None")
@@ -29,7 +29,10 @@ SYSTEM = (
 SCHEMA = {
     "type": "object",
     "properties": {
-        "answer": {"type": ["string", "number", "array"]},
+        # bounded (numbers go as strings: a JSON number has no largest length in a grammar), so a
+        # constrained reply has a largest length and max_tokens is sized from it
+        "answer": {"type": ["string", "array"], "minLength": 1, "maxLength": 300, "minItems": 1, "maxItems": 10,
+                   "items": {"type": "string", "minLength": 1, "maxLength": 100}},
         "format": {"type": "string", "enum": list(FORMATS)},
     },
     "required": ["answer", "format"],
@@ -60,7 +63,7 @@ def _to_text(value: object) -> str:
 def extraction_request(question: str, reply: str) -> ChatRequest:
     return ChatRequest(
         messages=[Message("system", SYSTEM), Message("user", f"Question: {question}\nReply: {reply}")],
-        params=SamplingParams(max_tokens=128),
+        params=reply_params(SCHEMA),
         json_schema=SCHEMA,
         tag="qa-extract",
     )

@@ -14,7 +14,7 @@ while some lens answered is replaced by the rule pick.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -22,6 +22,7 @@ from trident_local.errors import ModelOutputError, TridentError
 from trident_local.generate import prompts
 from trident_local.generate.records import NOT_ANSWERABLE, Answer, is_not_answerable
 from trident_local.models import structured
+from trident_local.models.budget import Fit, budget_of, fit
 from trident_local.models.protocols import (
     ChatModel,
     ChatRequest,
@@ -36,10 +37,12 @@ if TYPE_CHECKING:
     from trident_local.query import Query
     from trident_local.rerank.records import CandidateRecord
     from trident_local.retrieve.base import Hit
+    from trident_local.store.index_store import IndexStore
 
 LENS_ORDER = ("topical", "entity", "structural")
 MAX_ANSWER_CHARS = prompts.MAX_ANSWER_CHARS
-MAX_TOKENS = 384  # the reply's bound: 1000 characters of answer and the JSON around it
+MAX_TOKENS = structured.reply_params(prompts.ANSWER_SCHEMA).max_tokens  # 1000 characters of answer + JSON
+PAGE_TEXT_CUTS = (2000, 1200, 800, 400)  # characters per page, when the pages do not fit the context
 
 
 def parse_answer(res: ChatResult) -> str:
@@ -110,6 +113,27 @@ def _agreement(a: str, others: Sequence[str]) -> float:
     return total
 
 
+def synthesis_request(question: str, readings: dict[str, str], answer_type: str) -> ChatRequest:
+    return ChatRequest(
+        messages=[
+            Message("system", prompts.SYNTHESIS_SYSTEM),
+            Message("user", prompts.synthesis_user(question, readings, answer_type)),
+        ],
+        params=SamplingParams(max_tokens=MAX_TOKENS),
+        json_schema=prompts.ANSWER_SCHEMA,
+        tag="answer-synthesis",
+    )
+
+
+def synthesis_versions(question: str, readings: dict[str, str], answer_type: str) -> Iterator[tuple[str, ChatRequest]]:
+    """The synthesis call, then with each lens reading's tail cut (three readings of up to
+    MAX_ANSWER_CHARS each need not fit a small context beside the reply)."""
+    yield "", synthesis_request(question, readings, answer_type)
+    for cap in (600, 300, 150):
+        cut = {k: v[:cap] for k, v in readings.items()}
+        yield f"readings to {cap} chars", synthesis_request(question, cut, answer_type)
+
+
 def rule_pick(lenses: dict[str, str], answer_type: str) -> tuple[str, str]:
     """The format-aware rule: numeric -> entity lens, location -> structural lens, else consensus."""
     answered = {k: v for k, v in lenses.items() if not is_not_answerable(v)}
@@ -142,15 +166,7 @@ def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_
             out[name] = got
     if all(is_not_answerable(v) for v in out.values()):
         return LensOutcome(out, NOT_ANSWERABLE, "all lenses: not answerable (no synthesis call)", errors)
-    syn = ChatRequest(
-        messages=[
-            Message("system", prompts.SYNTHESIS_SYSTEM),
-            Message("user", prompts.synthesis_user(question, out, answer_type)),
-        ],
-        params=SamplingParams(max_tokens=MAX_TOKENS),
-        json_schema=prompts.ANSWER_SCHEMA,
-        tag="answer-synthesis",
-    )
+    syn, _ = fit(budget_of(chat), synthesis_versions(question, out, answer_type))
     answer = _answers(chat, [syn])[0]
     if isinstance(answer, ModelOutputError):
         errors.append(f"synthesis: {answer}")
@@ -162,6 +178,31 @@ def lenses(chat: ChatModel, question: str, pages: Sequence[ContentPart], answer_
             out, answer, how + " (synthesis said not answerable while a lens answered)", errors
         )
     return LensOutcome(out, answer, "synthesis", errors)
+
+
+def fitted_pages(
+    chat: ChatModel, store: IndexStore, question: str, hits: Sequence[Hit], systems: Sequence[str]
+) -> tuple[list[ContentPart], int, Fit]:
+    """(page content, pages shown, fit): the pages every answer call sees, fitted to the context
+    with the longest of ``systems``. Each page's text is shortened first (text models), then the
+    lowest-ranked pages are left out, down to one."""
+    from trident_local.generate.pages import TEXT_CHARS_PER_PAGE, page_content
+
+    system = max(systems, key=len)
+    shown, cap = len(hits), TEXT_CHARS_PER_PAGE
+
+    def versions() -> Iterator[tuple[str, ChatRequest]]:
+        nonlocal shown, cap
+        yield "", _request(system, question, page_content(store, hits, chat), "fit")
+        if not chat.supports_images:
+            for cap in PAGE_TEXT_CUTS:
+                yield f"page text to {cap} chars", _request(system, question, page_content(store, hits, chat, cap), "fit")
+        for shown in range(len(hits) - 1, 0, -1):
+            yield f"pages to {shown}", _request(system, question, page_content(store, hits[:shown], chat, cap), "fit")
+
+    req, how = fit(budget_of(chat), versions())  # lazily: shown and cap are the returned version's
+    content = req.messages[1].parts()[1:-1]  # between the question and the question again
+    return content, shown, how
 
 
 class _ModelStrategy:
@@ -182,14 +223,14 @@ class _ModelStrategy:
     ) -> Answer:
         from trident_local.generate.answer import citations
         from trident_local.generate.gate import gate
-        from trident_local.generate.pages import page_content
 
         if chat is None:  # get_answer_strategy hands out the no-model strategy instead
             raise TridentError(f"the {self.name!r} answer strategy needs a chat model")
         t0 = time.perf_counter()
-        cites = citations(index.store, hits, records)
         chosen, reason = gate(query.text, self.name)
-        content = page_content(index.store, hits, chat)
+        systems = [prompts.PLAIN_SYSTEM] if chosen == "plain" else [prompts.lens_system(n) for n in LENS_ORDER]
+        content, shown, how = fitted_pages(chat, index.store, query.text, hits, systems)
+        cites = citations(index.store, hits[:shown], records)  # only the pages the model was shown
         if chosen == "plain":
             text, errors = plain(chat, query.text, content)
             ans = Answer(query.text, text, f"plain:{chat.name}", cites, gate=reason, errors=errors)
@@ -205,6 +246,7 @@ class _ModelStrategy:
                 synthesis=out.how,
                 errors=out.errors,
             )
+        ans.prompt = how.to_dict()
         ans.seconds = time.perf_counter() - t0
         return ans
 

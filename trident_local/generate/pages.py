@@ -11,8 +11,10 @@ from trident_local.store.index_store import IndexStore
 TEXT_CHARS_PER_PAGE = 3000
 
 
-def page_content(store: IndexStore, hits: Sequence[Hit], chat: ChatModel) -> list[ContentPart]:
-    """One labelled part per page, in rank order."""
+def page_content(
+    store: IndexStore, hits: Sequence[Hit], chat: ChatModel, text_chars: int = TEXT_CHARS_PER_PAGE
+) -> list[ContentPart]:
+    """One labelled part per page, in rank order; a page's text cut at ``text_chars``."""
     parts: list[ContentPart] = []
     for h in hits:
         doc = store.document(h.doc_id)
@@ -20,6 +22,6 @@ def page_content(store: IndexStore, hits: Sequence[Hit], chat: ChatModel) -> lis
         if chat.supports_images:
             parts += [label, ImagePart(path=str(store.page_image(h.doc_id, h.page)))]
         else:
-            text = " ".join(doc.page(h.page).text.split())[:TEXT_CHARS_PER_PAGE]
+            text = " ".join(doc.page(h.page).text.split())[:text_chars]
             parts.append(f"{label}\n{text or '(no text layer on this page)'}")
     return parts

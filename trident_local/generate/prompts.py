@@ -19,7 +19,7 @@ MAX_ANSWER_CHARS = 1000
 
 
 class AnswerReply(BaseModel):
-    answer: str = Field(max_length=MAX_ANSWER_CHARS)
+    answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
 
     @field_validator("answer", mode="before")
     @classmethod

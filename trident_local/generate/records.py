@@ -61,6 +61,7 @@ class Answer:
     computation: str = ""  # a computed answer written out ("95.2 - 74.5 = 20.7")
     candidate: str = ""  # no-model strategies: the answer before the abstention threshold
     verification: dict[str, Any] | None = None  # the self-check of the answer's citations (None: skipped)
+    prompt: dict[str, Any] = field(default_factory=dict)  # model: the pages' prompt tokens and what was cut to fit
 
     @property
     def answerable(self) -> bool:

@@ -281,6 +281,8 @@ def build_model(role: str, profile: str | ModelProfile | None, **overrides: Any)
         "engine_args": dict(p.engine_args),
     }
     accepted = _accepted_kwargs(factory)
+    if accepted is not None and "weights" in accepted:  # its `model` is something else (a served name)
+        implicit["weights"] = implicit.pop("model")
     kwargs = {k: v for k, v in implicit.items() if accepted is None or k in accepted}
     kwargs.update(backend_options(p))
     kwargs.update(extra)

@@ -10,7 +10,13 @@ Stages receive models (or this runtime) and never build them: :meth:`Models.get`
 is the one place that calls :func:`~trident_local.models.profiles.build_model`.
 A vLLM engine takes most of a GPU, so building it twice in one process (pool,
 reranker, answer and verifier each asking for "the chat model") does not fit;
-the lock makes the lazy build safe when stages run in threads.
+the lock makes the lazy build safe when stages run in threads. Every build is
+also recorded process-wide (:func:`runtime_report`, in the CLI's JSON), so a
+second engine in one process shows even when two runtimes built it.
+
+Chat models are built wrapped in :class:`~trident_local.models.metered.MeteredChat`:
+each request is checked against the model's context before it is sent, and
+each call's tokens are counted.
 """
 
 from __future__ import annotations
@@ -20,12 +26,17 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from trident_local.models.batcher import BatchingChat, BatchPolicy
+from trident_local.models.metered import ChatUsage, MeteredChat
 from trident_local.models.profiles import NO_MODEL, ModelProfile, build_model
 
 if TYPE_CHECKING:
     from trident_local.config import Config
 
 CONFIG_ROLES = ("chat", "embedder", "multivector", "ocr")  # roles whose profile the index config names
+
+# (role, profile, chat usage or None) of every runtime's builds, in order; no model is kept alive here
+_PROCESS_BUILDS: list[tuple[str, str, ChatUsage | None]] = []
+_PROCESS_LOCK = threading.Lock()
 
 
 def _key(profile: str | ModelProfile) -> str:
@@ -57,6 +68,10 @@ class ModelCache:
         with self.lock:  # held while building: a second caller waits for the first instance
             if key not in self.built:
                 model = build_model(role, profile, **options)
+                if role == "chat" and model is not None:
+                    model = MeteredChat(model)
+                with _PROCESS_LOCK:
+                    _PROCESS_BUILDS.append((*key, model.usage if isinstance(model, MeteredChat) else None))
                 if role in self.batching and hasattr(model, "chat"):
                     hook = (lambda n, r=role: self.on_batch(r, n)) if self.on_batch else None
                     model = BatchingChat(model, self.batching[role], on_batch=hook)
@@ -155,3 +170,18 @@ class Models:
     def has(self, role: str) -> bool:
         """Whether ``role`` has a model profile (without building it)."""
         return not is_no_model(self.profile(role))
+
+
+def runtime_report() -> dict[str, Any]:
+    """What this process built (every runtime together) and what its chat models' calls used.
+
+    ``builds``: one entry per model built, in order: two chat entries mean two engines.
+    ``chat``: per chat profile, its :class:`~trident_local.models.metered.ChatUsage` (context,
+    counter, tokens, refused and lowered requests).
+    """
+    with _PROCESS_LOCK:
+        built = list(_PROCESS_BUILDS)
+    return {
+        "builds": [{"role": role, "profile": profile} for role, profile, _ in built],
+        "chat": {profile: u.to_dict() for _, profile, u in built if u is not None},
+    }

@@ -3,8 +3,9 @@
 A pydantic model defines each model-output shape; ``json_schema(Model)`` is the
 JSON Schema sent for constrained decoding (vLLM ``StructuredOutputsParams(json=...)``,
 OpenAI ``response_format``), and the same model validates the reply. Bounds in the
-models (``max_length`` on strings and lists) keep a constrained reply short, so a
-reply that loops cannot run into ``max_tokens``.
+models (``max_length`` on strings and lists) keep a constrained reply short, and
+``max_tokens`` is sized from them (:func:`reply_params`), so a reply that loops
+cannot run into ``max_tokens``.
 
 ``parse_reply`` accepts only what the model itself wrote, with the safe repairs
 the project has always made, each recorded by name:
@@ -15,8 +16,9 @@ the project has always made, each recorded by name:
 A value that does not close (truncated output) is an error: a nested object
 inside a cut-off reply is never taken for the answer. ``call`` sends a batch,
 re-sends once with a larger budget the replies cut by ``max_tokens``
-(``finish_reason == "length"``), parses and validates each, and records every
-repair, length cut, retry and failure in :class:`CallStats`.
+(``finish_reason == "length"``; never beyond the room the prompt leaves in the
+model's context), parses and validates each, and records every repair, length
+cut, retry, prompt cut to fit the context and failure in :class:`CallStats`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from trident_local.errors import ModelOutputError
-from trident_local.models.protocols import ChatModel, ChatRequest, ChatResult
+from trident_local.models.budget import Fit, budget_of, reply_token_bound
+from trident_local.models.protocols import ChatModel, ChatRequest, ChatResult, SamplingParams
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -42,6 +45,11 @@ MAX_ERRORS_KEPT = 5
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema of a reply model, as sent for constrained decoding."""
     return model.model_json_schema()
+
+
+def reply_params(schema: dict[str, Any] | type[BaseModel]) -> SamplingParams:
+    """Greedy sampling with ``max_tokens`` sized to the longest reply the schema admits."""
+    return SamplingParams(max_tokens=reply_token_bound(schema if isinstance(schema, dict) else json_schema(schema)))
 
 
 def _outermost_value(text: str) -> tuple[str, bool]:
@@ -131,12 +139,23 @@ class CallStats:
     unparsable: int = 0  # no JSON, truncated, or not matching the schema
     length_cut: int = 0  # replies that hit max_tokens (before any retry)
     length_retried: int = 0  # of those, re-sent with a larger budget
+    fitted: int = 0  # prompts cut to fit the model's context (see budget.fit)
+    not_fitting: int = 0  # prompts that did not fit even cut: refused, never sent to be cut
     repairs: Counter[str] = field(default_factory=Counter)
+    cuts: Counter[str] = field(default_factory=Counter)  # what was cut to fit, by kind
     errors: list[str] = field(default_factory=list)  # first few messages, for the user
 
     def note(self, msg: str) -> None:
         if len(self.errors) < MAX_ERRORS_KEPT:
             self.errors.append(msg[:200])
+
+    def note_fit(self, fit: Fit) -> None:
+        """Count a prompt that had to be cut (or could not be) to fit the context."""
+        if fit.cuts:
+            self.fitted += 1
+            self.cuts.update(c.split(" ")[0] for c in fit.cuts)
+        if not fit.fits:
+            self.not_fitting += 1
 
     def merge(self, other: CallStats) -> CallStats:
         out = CallStats(
@@ -146,7 +165,10 @@ class CallStats:
             self.unparsable + other.unparsable,
             self.length_cut + other.length_cut,
             self.length_retried + other.length_retried,
+            self.fitted + other.fitted,
+            self.not_fitting + other.not_fitting,
             self.repairs + other.repairs,
+            self.cuts + other.cuts,
         )
         out.errors = (self.errors + other.errors)[:MAX_ERRORS_KEPT]
         return out
@@ -159,7 +181,10 @@ class CallStats:
             "unparsable": self.unparsable,
             "length_cut": self.length_cut,
             "length_retried": self.length_retried,
+            "fitted": self.fitted,
+            "not_fitting": self.not_fitting,
             "repairs": dict(self.repairs),
+            "cuts": dict(self.cuts),
             "errors": list(self.errors),
         }
 
@@ -192,8 +217,9 @@ def call(
 
     Requests without a ``json_schema`` get their model's. Replies cut by
     ``max_tokens`` are re-sent once, as one batch, with ``length_retry_factor``
-    times the budget (at most ``max_tokens_cap``); a reply still cut is
-    reported as ``truncated``, never parsed for a partial value.
+    times the budget (at most ``max_tokens_cap``, and at most the room the
+    prompt leaves in the model's context); a reply still cut is reported as
+    ``truncated``, never parsed for a partial value.
     """
     stats = stats if stats is not None else CallStats()
     kinds = list(models) if isinstance(models, Sequence) else [models] * len(requests)
@@ -204,24 +230,23 @@ def call(
     results = list(chat.chat(reqs)) if reqs else []
     cut = [i for i, r in enumerate(results) if not r.error and r.finish_reason == "length"]
     stats.length_cut += len(cut)
-    retry = [i for i in cut if reqs[i].params.max_tokens < max_tokens_cap]
+    budget = budget_of(chat) if cut else None
     budgets = [r.params.max_tokens for r in reqs]
+    bigger_budget: dict[int, int] = {}
+    for i in cut:
+        new = min(max_tokens_cap, budgets[i] * length_retry_factor)
+        room = budget.room(results[i].prompt_tokens) if budget and results[i].prompt_tokens else None
+        new = new if room is None else min(new, room)
+        if new > budgets[i]:
+            bigger_budget[i] = new
+    retry = list(bigger_budget)
     if retry:
-        bigger = [
-            replace(
-                reqs[i],
-                params=replace(
-                    reqs[i].params,
-                    max_tokens=min(max_tokens_cap, reqs[i].params.max_tokens * length_retry_factor),
-                ),
-            )
-            for i in retry
-        ]
+        bigger = [replace(reqs[i], params=replace(reqs[i].params, max_tokens=bigger_budget[i])) for i in retry]
         stats.length_retried += len(retry)
         for i, big, res in zip(retry, bigger, chat.chat(bigger), strict=True):
             results[i], budgets[i] = res, big.params.max_tokens
     out: list[Reply[M]] = []
-    for req, kind, res, budget in zip(reqs, kinds, results, budgets, strict=True):
+    for req, kind, res, sent_max in zip(reqs, kinds, results, budgets, strict=True):
         label = req.tag or "request"
         if res.error:
             stats.failed += 1
@@ -230,7 +255,7 @@ def call(
             continue
         if res.finish_reason == "length":
             stats.unparsable += 1
-            msg = f"reply cut at max_tokens={budget}"
+            msg = f"reply cut at max_tokens={sent_max}"
             stats.note(f"{label}: {msg}")
             out.append(Reply(None, res, error=msg))
             continue

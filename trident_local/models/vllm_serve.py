@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from trident_local.errors import ModelNotFoundError, TridentError
-from trident_local.models.backends.vllm_chat import engine_kwargs
+from trident_local.models.backends.vllm_chat import engine_kwargs, has_structured_outputs_config
 from trident_local.models.profiles import ModelProfile, load_profile, missing_model_message
 
 
@@ -35,7 +35,8 @@ def serve_args(profile: str | ModelProfile) -> list[str]:
         raise TridentError(f"profile {p.name!r} has no local weights to serve")
     if not p.weights_present():
         raise ModelNotFoundError(missing_model_message(p))
-    kw = engine_kwargs(str(path), dtype=p.dtype, quantization=p.quantization, engine_args=p.engine_args)
+    kw = engine_kwargs(str(path), dtype=p.dtype, quantization=p.quantization, engine_args=p.engine_args,
+                       whitespace_free=has_structured_outputs_config())
     model = kw.pop("model")
     args = [model, "--served-model-name", p.name]
     for key, value in kw.items():

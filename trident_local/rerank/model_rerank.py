@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field
 
 from trident_local.errors import ModelOutputError, TridentError
 from trident_local.models import structured
+from trident_local.models.budget import Fit, budget_of, fit, reply_token_bound
 from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
 from trident_local.rerank import prompts
 from trident_local.rerank.records import CandidateRecord, RerankResult, chosen_hits
@@ -27,9 +28,9 @@ if TYPE_CHECKING:
     from trident_local.retrieve.base import Hit
 
 
-def max_tokens(k_max: int) -> int:
-    """Budget for the bounded reply: the rationale (<= 400 chars) plus up to k_max quoted ids."""
-    return 192 + 24 * k_max
+def max_tokens(schema: dict[str, Any]) -> int:
+    """Budget for the bounded reply: the rationale (<= 400 chars) plus up to k_max quoted pool ids."""
+    return reply_token_bound(schema)
 
 
 class PageListReply(BaseModel):
@@ -98,34 +99,86 @@ def page_list_of(value: dict | PageListReply, valid: Sequence[str], k_max: int) 
 
 
 def rerank_request(
-    question: str, records: Sequence[CandidateRecord], fields: Sequence[str], k_max: int
+    question: str,
+    records: Sequence[CandidateRecord],
+    fields: Sequence[str],
+    k_max: int,
+    limits: dict[str, int] | None = None,
 ) -> ChatRequest:
-    views = [r.prompt_view(fields) for r in records]
+    """The rerank call over ``records``; ``limits`` caps fields to fit the context: ``text`` and
+    ``visual`` in characters, ``entities`` in items (0 drops the field)."""
+    limits = limits or {}
+    views = []
+    for r in records:
+        v = r.prompt_view([f for f in fields if limits.get(f, 1) > 0])
+        for f, cap in limits.items():
+            if f in v and cap > 0:
+                v[f] = v[f][:cap]
+        views.append(v)
+    schema = prompts.schema([r.page_id for r in records], k_max)
     return ChatRequest(
         messages=[
             Message("system", prompts.SYSTEM),
             Message("user", prompts.user_message(question, views, k_max)),
         ],
-        params=SamplingParams(max_tokens=max_tokens(k_max)),
-        json_schema=prompts.schema([r.page_id for r in records], k_max),
+        params=SamplingParams(max_tokens=max_tokens(schema)),
+        json_schema=schema,
         tag="rerank",
     )
 
 
+# What goes first when the records do not fit the model's context: the least useful content for
+# choosing pages first (the tail of the text snippets, then the entity lists, then the visual
+# captions), and only then the lowest-ranked records themselves.
+FIELD_CUTS: tuple[tuple[str, str, int], ...] = (
+    ("text", "text to 300 chars", 300),
+    ("text", "text to 120 chars", 120),
+    ("entities", "entities to 8", 8),
+    ("text", "text dropped", 0),
+    ("visual", "visual to 150 chars", 150),
+    ("entities", "entities dropped", 0),
+    ("visual", "visual dropped", 0),
+)
+
+
+def fitted_rerank_request(
+    chat: ChatModel, question: str, records: Sequence[CandidateRecord], fields: Sequence[str], k_max: int
+) -> tuple[ChatRequest, Fit, int]:
+    """(request, fit, number of records shown): the fullest rerank prompt that fits the context."""
+    shown = len(records)
+
+    def versions() -> Iterator[tuple[str, ChatRequest]]:
+        nonlocal shown
+        limits: dict[str, int] = {}
+        yield "", rerank_request(question, records, fields, k_max)
+        for f, label, cap in FIELD_CUTS:
+            if f in fields:
+                limits[f] = cap
+                yield label, rerank_request(question, records, fields, k_max, limits)
+        for n in (15, 10, k_max):
+            if k_max <= n < shown:
+                shown = n
+                yield f"records to {n}", rerank_request(question, records[:n], fields, k_max, limits)
+
+    req, how = fit(budget_of(chat), versions())  # lazily: the last version made is the one returned
+    return req, how, shown
+
+
 def model_rerank(
     chat: ChatModel, question: str, records: Sequence[CandidateRecord], fields: Sequence[str], k_max: int
-) -> tuple[ParsedPageList | None, str]:
-    """(parsed list, "") on success; (None, reason) when the pool order must be used."""
+) -> tuple[ParsedPageList | None, str, Fit]:
+    """(parsed list, "", fit) on success; (None, reason, fit) when the pool order must be used."""
     stats = structured.CallStats()
-    reply = structured.call(chat, [rerank_request(question, records, fields, k_max)], PageListReply, stats)[0]
+    req, how, shown = fitted_rerank_request(chat, question, records, fields, k_max)
+    reply = structured.call(chat, [req], PageListReply, stats)[0]
     if reply.result.error:
-        return None, f"model call failed: {reply.result.error}"
+        return None, f"model call failed: {reply.result.error}", how
     if reply.value is None:
-        return None, f"unusable model output: {reply.error}"
+        return None, f"unusable model output: {reply.error}", how
     try:
-        return page_list_of(reply.value, [r.page_id for r in records], k_max), ""
+        return page_list_of(reply.value, [r.page_id for r in records[:shown]], k_max), "", how
     except ModelOutputError as e:
-        return None, f"unusable model output: {e}"
+        return None, f"unusable model output: {e}", how
 
 
 class ModelReranker:
@@ -148,7 +201,8 @@ class ModelReranker:
         if not hits:
             return res
         records = candidate_records(index, query, hits)
-        parsed, reason = model_rerank(chat, query.text, records, keep, k_max)
+        parsed, reason, how = model_rerank(chat, query.text, records, keep, k_max)
+        res.prompt = how.to_dict()
         if parsed is None:
             res.fallback, res.fallback_reason = True, reason
             chosen = [r.page_id for r in records[:k_max]]

@@ -41,6 +41,7 @@ def schema(page_ids: Sequence[str], k_max: int) -> dict[str, Any]:
             "page_list": {
                 "type": "array",
                 "items": {"type": "string", "enum": list(page_ids)},
+                "minItems": 1,  # the reply must name a page: an empty list is not a ranking
                 "maxItems": k_max,
             },
         },

@@ -57,6 +57,7 @@ class RerankResult:
     kept_pool_order: bool = False  # no-model: the fused order was not confident, the pool's top K_max was kept
     scores: dict[str, float] = field(default_factory=dict)  # no-model: page_id -> fused score
     records: list[CandidateRecord] = field(default_factory=list)  # all pool records, pool order
+    prompt: dict[str, Any] = field(default_factory=dict)  # model: the prompt's tokens and what was cut to fit
     seconds: float = 0.0
 
     @property
@@ -76,6 +77,7 @@ class RerankResult:
             "duplicates": self.duplicates,
             "truncated": self.truncated,
             "kept_pool_order": self.kept_pool_order,
+            **({"prompt": dict(self.prompt)} if self.prompt else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from trident_local.annotate.entities import pattern_entities
 from trident_local.errors import ModelOutputError
-from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
-from trident_local.models.structured import parse_json_text
+from trident_local.models.protocols import ChatModel, ChatRequest, Message
+from trident_local.models.structured import parse_json_text, reply_params
 from trident_local.text import ENTITY_CUES, STRUCTURAL_CUES
 
 QUERY_CLASSES = ("topical", "entity-level", "structural", "mixed")
@@ -35,7 +35,8 @@ SCHEMA = {
     "type": "object",
     "properties": {
         "query_class": {"type": "string", "enum": list(QUERY_CLASSES)},
-        "entities": {"type": "array", "items": {"type": "string"}},
+        # bounded, so a constrained reply has a largest length (and max_tokens is sized from it)
+        "entities": {"type": "array", "items": {"type": "string", "maxLength": 60}, "maxItems": 8},
     },
     "required": ["query_class", "entities"],
 }
@@ -95,7 +96,7 @@ def rule_route(question: str) -> Route:
 def route_request(question: str) -> ChatRequest:
     return ChatRequest(
         messages=[Message("system", INSTRUCTIONS), Message("user", f"Question: {question}")],
-        params=SamplingParams(max_tokens=128),
+        params=reply_params(SCHEMA),
         json_schema=SCHEMA,
         tag="route",
     )

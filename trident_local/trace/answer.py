@@ -8,7 +8,7 @@ so that the caller can fall back to the extractive answer and say so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trident_local.errors import ModelOutputError
@@ -17,7 +17,7 @@ from trident_local.trace.formats import as_table, mc_letter
 from trident_local.trace.prompts import SYSTEM, answer_schema, evidence_records, format_instructions
 
 if TYPE_CHECKING:
-    from trident_local.models.protocols import ChatModel
+    from trident_local.models.protocols import ChatModel, ChatRequest
 
 
 def parse_model_answer(text: str, fmt: str, choices: Sequence[str]) -> tuple[Any, list[str]]:
@@ -56,15 +56,42 @@ def parse_model_answer(text: str, fmt: str, choices: Sequence[str]) -> tuple[Any
     return str(ans).strip(), repairs
 
 
-def model_answer(chat: ChatModel, question: str, fmt: str, choices: Sequence[str],
-                 evidence: Sequence[Evidence], max_tokens: int = 256) -> tuple[Any, list[str]]:
-    from trident_local.models.protocols import ChatRequest, Message, SamplingParams
+EVIDENCE_CHAR_CUTS = (800, 400, 200)  # characters per evidence record, when the records do not fit
+
+
+def answer_request(question: str, fmt: str, choices: Sequence[str], evidence: Sequence[Evidence],
+                   max_chars: int = 1500) -> ChatRequest:
+    """The trace answer call; ``max_tokens`` is the longest reply the format's schema admits."""
+    from trident_local.models.protocols import ChatRequest, Message
+    from trident_local.models.structured import reply_params
 
     user = (f"Question: {question}\n{format_instructions(fmt, choices)}\n\nEvidence:\n"
-            f"{evidence_records(evidence) or '(none)'}")
-    req = ChatRequest([Message("system", SYSTEM), Message("user", user)],
-                      params=SamplingParams(max_tokens=max_tokens if fmt != "table" else 4 * max_tokens),
-                      json_schema=answer_schema(fmt, len(choices)), tag="trace")
+            f"{evidence_records(evidence, max_chars) or '(none)'}")
+    schema = answer_schema(fmt, len(choices))
+    return ChatRequest([Message("system", SYSTEM), Message("user", user)], params=reply_params(schema),
+                       json_schema=schema, tag="trace")
+
+
+def fitted_answer_request(chat: ChatModel, question: str, fmt: str, choices: Sequence[str],
+                          evidence: Sequence[Evidence]) -> ChatRequest:
+    """The fullest answer call that fits the model's context: each record's text is shortened
+    first, then the last (weakest) records are left out, down to one."""
+    from trident_local.models.budget import budget_of, fit
+
+    def versions() -> Iterator[tuple[str, ChatRequest]]:
+        yield "", answer_request(question, fmt, choices, evidence)
+        for cap in EVIDENCE_CHAR_CUTS:
+            yield f"evidence to {cap} chars", answer_request(question, fmt, choices, evidence, cap)
+        for n in range(len(evidence) - 1, 0, -1):
+            yield f"evidence records to {n}", answer_request(question, fmt, choices, evidence[:n],
+                                                             EVIDENCE_CHAR_CUTS[-1])
+
+    return fit(budget_of(chat), versions())[0]
+
+
+def model_answer(chat: ChatModel, question: str, fmt: str, choices: Sequence[str],
+                 evidence: Sequence[Evidence]) -> tuple[Any, list[str]]:
+    req = fitted_answer_request(chat, question, fmt, choices, evidence)
     res = chat.chat([req])[0]
     if res.error:
         raise ModelOutputError(f"model call failed: {res.error}")

@@ -13,13 +13,20 @@ SYSTEM = ("You answer questions about scientific papers. Use only the numbered e
           'Reply with one JSON object and nothing else: {"answer": ...}.')
 
 
+# Bounds of a reply: a constrained reply has a largest length, and max_tokens is sized from it.
+FREE_FORM_CHARS = 500
+TABLE_ROWS, TABLE_COLUMNS, CELL_CHARS = 10, 6, 40
+
+
 def answer_schema(fmt: str, n_choices: int = 0) -> dict[str, Any]:
     if fmt == "multiple_choice":
         ans: dict[str, Any] = {"type": "string", "enum": letters(n_choices)}
     elif fmt == "table":
-        ans = {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}
+        row = {"type": "array", "items": {"type": "string", "maxLength": CELL_CHARS}, "minItems": 1,
+               "maxItems": TABLE_COLUMNS}
+        ans = {"type": "array", "items": row, "minItems": 2, "maxItems": TABLE_ROWS}  # a header and a row
     else:
-        ans = {"type": "string"}
+        ans = {"type": "string", "minLength": 1, "maxLength": FREE_FORM_CHARS}
     return {"type": "object", "properties": {"answer": ans}, "required": ["answer"]}
 
 

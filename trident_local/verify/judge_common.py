@@ -11,11 +11,12 @@ other items go on.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from trident_local.models.budget import budget_of, fit, reply_token_bound
 from trident_local.verify.model_json import parse_verdict
 from trident_local.verify.types import JUDGE_VERDICTS, UNKNOWN, Judgement
 
@@ -109,11 +110,12 @@ class ChatJudge(ABC):
 
     channel = "text"
 
-    def __init__(self, model: Any, pages: PageSource, *, batch_size: int = 16, max_tokens: int = 160):
+    def __init__(self, model: Any, pages: PageSource, *, batch_size: int = 16, max_tokens: int | None = None):
+        """``max_tokens``: per reply; default the longest reply JUDGE_SCHEMA admits."""
         self.model = model
         self.pages = pages
         self.batch_size = max(1, int(batch_size))
-        self.max_tokens = max_tokens
+        self.max_tokens = max_tokens or reply_token_bound(JUDGE_SCHEMA)
         self.name = f"{getattr(model, 'name', type(model).__name__)}"
         self.calls = 0
 
@@ -125,6 +127,11 @@ class ChatJudge(ABC):
         """A reason not to ask the model about this item (nothing to read), or None."""
         return None
 
+    def message_versions(self, item: JudgeItem) -> Iterator[tuple[str, list[Any]]]:
+        """The messages for one item, fullest first, then shorter ones to fit a small context
+        (labelled with what they cut); the default has no shorter version."""
+        yield "", self.messages(item)
+
     def judge(self, items: Sequence[JudgeItem]) -> list[Judgement]:
         from trident_local.models.protocols import ChatRequest, SamplingParams
 
@@ -135,14 +142,16 @@ class ChatJudge(ABC):
             if why:
                 out[i] = Judgement(UNKNOWN, "", self.channel, it.page, self.name, error=why)
                 continue
+            params = SamplingParams(max_tokens=self.max_tokens)
             try:
-                msgs = self.messages(it)
+                req, _ = fit(budget_of(self.model), (
+                    (label, ChatRequest(messages=msgs, params=params, json_schema=JUDGE_SCHEMA,
+                                        tag=f"verify.{self.channel}"))
+                    for label, msgs in self.message_versions(it)))
             except Exception as e:  # a page that cannot be read or rendered: this item only
                 out[i] = Judgement(UNKNOWN, "", self.channel, it.page, self.name,
                                    error=f"could not prepare the page: {type(e).__name__}: {e}")
                 continue
-            req = ChatRequest(messages=msgs, params=SamplingParams(max_tokens=self.max_tokens),
-                              json_schema=JUDGE_SCHEMA, tag=f"verify.{self.channel}")
             todo.append((i, req))
         for b in range(0, len(todo), self.batch_size):
             chunk = todo[b : b + self.batch_size]

@@ -14,7 +14,7 @@ class VLMImageJudge(ChatJudge):
 
     channel = IMAGE
 
-    def __init__(self, model: Any, pages: PageSource, *, batch_size: int = 8, max_tokens: int = 160):
+    def __init__(self, model: Any, pages: PageSource, *, batch_size: int = 8, max_tokens: int | None = None):
         if not getattr(model, "supports_images", False):
             raise TridentError(
                 f"the image judge needs a vision-language chat model; {getattr(model, 'name', model)!r} takes no images"

@@ -35,13 +35,14 @@ from __future__ import annotations
 import json
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trident_local.models.budget import char_caps
 from trident_local.verify.judge_common import JUDGE_INSTRUCTIONS, ChatJudge, JudgeItem, PageSource
 from trident_local.verify.support_features import FEATURES, PageTerms, idf, lexical_features
 from trident_local.verify.types import SUPPORTED, TEXT, UNKNOWN, UNSUPPORTED, Judgement
@@ -54,7 +55,7 @@ class LLMTextJudge(ChatJudge):
 
     channel = TEXT
 
-    def __init__(self, model: Any, pages: PageSource, *, batch_size: int = 16, max_tokens: int = 160,
+    def __init__(self, model: Any, pages: PageSource, *, batch_size: int = 16, max_tokens: int | None = None,
                  max_chars: int = 6000):
         super().__init__(model, pages, batch_size=batch_size, max_tokens=max_tokens)
         self.max_chars = max_chars
@@ -62,16 +63,24 @@ class LLMTextJudge(ChatJudge):
     def skip_reason(self, item: JudgeItem) -> str | None:
         return None if self.pages.text(item.doc_id, item.page).strip() else NO_TEXT
 
-    def messages(self, item: JudgeItem) -> list[Any]:
+    def messages(self, item: JudgeItem, max_chars: int | None = None) -> list[Any]:
         from trident_local.models.protocols import Message
 
         text = self.pages.text(item.doc_id, item.page)
-        if len(text) > self.max_chars:
-            text = text[: self.max_chars] + " [...]"
+        cap = self.max_chars if max_chars is None else max_chars
+        if len(text) > cap:
+            text = text[:cap] + " [...]"
         return [
             Message("system", JUDGE_INSTRUCTIONS),
             Message("user", f"Claim: {item.claim}\n\nPage {item.page} text:\n{text}"),
         ]
+
+    def message_versions(self, item: JudgeItem) -> Iterator[tuple[str, list[Any]]]:
+        """The page text's tail is cut to fit the model's context (down to 400 characters)."""
+        yield "", self.messages(item)
+        full = min(len(self.pages.text(item.doc_id, item.page)), self.max_chars)
+        for cap in char_caps(full, 400):
+            yield f"page text to {cap} chars", self.messages(item, cap)
 
 
 # -- the no-model support scorer -----------------------------------------------------------------------

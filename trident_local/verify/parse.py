@@ -290,7 +290,8 @@ def parse_answer(answer: str | dict[str, Any]) -> ParsedAnswer:
 # -- atomic decomposition (optional, with a chat model) -------------------------------------------------
 DECOMPOSE_SCHEMA = {
     "type": "object",
-    "properties": {"claims": {"type": "array", "items": {"type": "string"}, "maxItems": 8}},
+    "properties": {"claims": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                              "minItems": 1, "maxItems": 8}},
     "required": ["claims"],
 }
 DECOMPOSE_PROMPT = (
@@ -317,8 +318,11 @@ def parse_decomposition(text: str, original: str, max_claims: int = 8) -> tuple[
     return out, None
 
 
-def decompose(parsed: ParsedAnswer, model: Any, *, max_tokens: int = 256) -> ParsedAnswer:
-    """Split every claim into atomic claims with ``model`` (one batched call); returns a new ParsedAnswer."""
+def decompose(parsed: ParsedAnswer, model: Any, *, max_tokens: int | None = None) -> ParsedAnswer:
+    """Split every claim into atomic claims with ``model`` (one batched call); returns a new ParsedAnswer.
+
+    ``max_tokens``: per reply; default the longest reply DECOMPOSE_SCHEMA admits."""
+    from trident_local.models.budget import reply_token_bound
     from trident_local.models.protocols import ChatRequest, Message, SamplingParams
 
     if not parsed.claims:
@@ -326,7 +330,7 @@ def decompose(parsed: ParsedAnswer, model: Any, *, max_tokens: int = 256) -> Par
     reqs = [
         ChatRequest(
             messages=[Message("user", DECOMPOSE_PROMPT + c.text)],
-            params=SamplingParams(max_tokens=max_tokens),
+            params=SamplingParams(max_tokens=max_tokens or reply_token_bound(DECOMPOSE_SCHEMA)),
             json_schema=DECOMPOSE_SCHEMA,
             tag="verify.decompose",
         )

@@ -72,7 +72,7 @@ class Verifier:
         decompose_with: str | None = None,
         params: Any = None,
         batch_size: int = 16,
-        max_tokens: int = 160,
+        max_tokens: int | None = None,
     ) -> Verifier:
         """Build judges from model profiles.
 
@@ -80,7 +80,8 @@ class Verifier:
         index's configured chat profile. ``image``: a VLM profile, "none", or "same" (the
         text model when it takes images). ``decompose_with``: a chat profile for atomic
         claim decomposition (off by default). ``params``: ScorerParams for the no-model scorer.
-        ``batch_size`` / ``max_tokens``: requests per chat call / tokens per judge reply.
+        ``batch_size`` / ``max_tokens``: requests per chat call / tokens per judge reply (default:
+        the longest reply the judge schema admits).
         """
         from trident_local.index import Index
         from trident_local.models.profiles import NO_MODEL

@@ -16,6 +16,7 @@ from trident_local.errors import TridentError
 from trident_local.models.backends._batching import run_isolating
 from trident_local.models.backends._device import pick_device, torch_dtype
 from trident_local.models.backends.chat_format import apply_stop, error_result, to_hf_messages
+from trident_local.models.budget import IMAGE_TOKENS, ContextBudget, TemplateCounter
 from trident_local.models.protocols import ChatRequest, ChatResult
 
 _BNB = {"bnb-4bit": 4, "4bit": 4, "bitsandbytes-4bit": 4, "bnb-8bit": 8, "8bit": 8, "bitsandbytes-8bit": 8}
@@ -122,6 +123,15 @@ class TransformersChat:
         return ids
 
     # -- public ---------------------------------------------------------------------------------
+
+    def context_budget(self) -> ContextBudget:
+        """max_model_len, counted with the model's tokenizer and chat template (images: the
+        processor's pixel cap in 28x28 merge units, else a default)."""
+        ip = getattr(self.processor, "image_processor", None)
+        max_pixels = getattr(ip, "max_pixels", None) if ip is not None else None
+        image_tokens = int(max_pixels) // (28 * 28) + 2 if max_pixels else IMAGE_TOKENS
+        return ContextBudget(self.max_model_len, TemplateCounter(self.tokenizer, f"tokenizer ({self.name})",
+                                                                 image_tokens))
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         results: list[ChatResult | None] = [None] * len(requests)

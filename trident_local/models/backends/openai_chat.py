@@ -4,6 +4,15 @@ Requests in a batch are sent concurrently (bounded by ``max_concurrency``) so a
 batching server can batch them; each is retried with exponential backoff on
 connection errors, timeouts, 429 and 5xx, never on other 4xx. One failing
 request yields a ChatResult with ``error`` set; the rest of the batch is kept.
+
+Prompts are budgeted (:meth:`OpenAIChat.context_budget`) against the context the
+profile gives (``max_model_len``) or the server reports (vLLM's ``/v1/models``),
+counted with the tokenizer of the profile's local weights folder when it has one,
+else the server's ``/tokenize`` (vLLM), else an estimate, and the result says which.
+A JSON Schema goes as ``response_format`` (json_schema), which every
+OpenAI-compatible server with structured output takes; on vLLM the whitespace-free
+grammar is an engine setting (see ``vllm_chat.WHITESPACE_FREE_JSON``), made by
+``scripts/serve_vllm.sh``.
 """
 
 from __future__ import annotations
@@ -20,7 +29,15 @@ import httpx
 
 from trident_local.errors import TridentError
 from trident_local.models.backends.chat_format import error_result, to_openai_messages
-from trident_local.models.protocols import ChatRequest, ChatResult
+from trident_local.models.budget import (
+    IMAGE_TOKENS,
+    ContextBudget,
+    EstimateCounter,
+    ServerCounter,
+    TemplateCounter,
+    TokenCounter,
+)
+from trident_local.models.protocols import ChatRequest, ChatResult, Message
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -50,8 +67,16 @@ class OpenAIChat:
         supports_images: bool = False,
         supports_json_schema: bool = True,
         extra_body: dict[str, Any] | None = None,
+        weights: str = "",
+        max_model_len: int | None = None,
+        image_tokens: int = IMAGE_TOKENS,
     ) -> None:
+        """``weights``: a local folder with the served model's tokenizer (the profile's ``weights``),
+        to count prompts exactly; ``max_model_len``: the server's context, when it does not say."""
         self.name = name
+        self.weights = weights
+        self.max_model_len = max_model_len
+        self.image_tokens = image_tokens
         self.base_url = (base_url or os.environ.get("TRIDENT_OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
             "/"
         )
@@ -72,6 +97,7 @@ class OpenAIChat:
         )
         self._model = model
         self._model_lock = threading.Lock()
+        self._budget: ContextBudget | None = None
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -98,6 +124,38 @@ class OpenAIChat:
 
     def close(self) -> None:
         self._client.close()
+
+    def context_budget(self) -> ContextBudget:
+        """The context (profile, else the server's model card) and the best counter to be had;
+        asked from the server once."""
+        with self._model_lock:
+            if self._budget is not None:
+                return self._budget
+        limit = self.max_model_len
+        if limit is None:
+            cards = self._request("GET", "/models").get("data") or []
+            card = next((c for c in cards if c.get("id") == self.model), cards[0] if cards else {})
+            limit = card.get("max_model_len")
+        budget = ContextBudget(int(limit) if limit else None, self._counter())
+        with self._model_lock:
+            self._budget = budget
+        return budget
+
+    def _counter(self) -> TokenCounter:
+        if self.weights:
+            return TemplateCounter.from_folder(self.weights, self.image_tokens)
+        counter = ServerCounter(lambda path, body: self._request("POST", self._root + path, json=body),
+                                self.model, self.image_tokens)
+        try:
+            counter.count([Message("user", "hello")])  # does the server have /tokenize?
+            return counter
+        except Exception:
+            return EstimateCounter(image_tokens=self.image_tokens)
+
+    @property
+    def _root(self) -> str:
+        """The server's root URL (vLLM's /tokenize is not under /v1)."""
+        return self.base_url.removesuffix("/v1")
 
     # -- internals ------------------------------------------------------------------------------
 

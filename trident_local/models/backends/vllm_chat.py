@@ -3,7 +3,9 @@
 vllm is imported when the backend is built, never at module import, so the
 rest of the package works without the ``[gpu]`` extra. The pure functions
 (``engine_kwargs``, ``sampling_kwargs``, ``structured_output_kwargs``) hold
-the mapping from our profile and requests to vLLM's arguments.
+the mapping from our profile and requests to vLLM's arguments; ``engine_kwargs``
+is shared with ``vllm_serve``, so the server and the offline engine decode the
+same way.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Literal
 from trident_local.errors import TridentError
 from trident_local.models.backends._batching import run_isolating
 from trident_local.models.backends.chat_format import error_result, request_has_images, to_openai_messages
+from trident_local.models.budget import IMAGE_TOKENS, ContextBudget, TemplateCounter
 from trident_local.models.protocols import ChatRequest, ChatResult, SamplingParams
 
 # Our profile names for quantization -> vLLM's ``quantization`` argument.
@@ -67,16 +70,33 @@ def import_vllm() -> Any:
     return vllm
 
 
+# Grammar-constrained JSON without free whitespace. vLLM >= 0.10.2 reads this only from the engine's
+# structured_outputs_config: the per-request StructuredOutputsParams.disable_any_whitespace (also
+# what an OpenAI request's `structured_outputs` extra carries) is accepted but never read by 0.32's
+# xgrammar or guidance backends. With free whitespace a small model can loop on spaces and
+# newlines between JSON tokens until max_tokens, whatever bounds the schema sets; without it,
+# bounded strings and arrays bound the whole reply. The flag needs a named backend ("auto" is
+# refused with it); xgrammar is the one "auto" picks for our schemas.
+WHITESPACE_FREE_JSON = {"backend": "xgrammar", "disable_any_whitespace": True}
+
+
 def engine_kwargs(
     model: str,
     *,
     dtype: str = "auto",
     quantization: str | None = None,
     engine_args: dict[str, Any] | None = None,
+    whitespace_free: bool = True,
     **explicit: Any,
 ) -> dict[str, Any]:
-    """Keyword arguments for ``vllm.LLM``: profile engine_args, then explicit non-None options on top."""
+    """Keyword arguments for ``vllm.LLM``: profile engine_args, then explicit non-None options on top.
+
+    ``whitespace_free``: ``structured_outputs_config`` = :data:`WHITESPACE_FREE_JSON` unless the
+    profile sets its own (off for vLLM releases without it, see :func:`has_structured_outputs_config`).
+    """
     kw: dict[str, Any] = {"model": model, "dtype": dtype, "enable_prefix_caching": True}
+    if whitespace_free:
+        kw["structured_outputs_config"] = dict(WHITESPACE_FREE_JSON)
     if quantization:
         q = QUANTIZATION.get(quantization.lower())
         if q is None:
@@ -90,6 +110,15 @@ def engine_kwargs(
     if mm:
         kw["mm_processor_kwargs"] = {**kw.get("mm_processor_kwargs", {}), **mm}
     return kw
+
+
+def has_structured_outputs_config() -> bool:
+    """Whether the installed vLLM takes the engine option ``structured_outputs_config`` (>= 0.10.2)."""
+    try:
+        from vllm.config import StructuredOutputsConfig  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def structured_output_kwargs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -169,13 +198,27 @@ class VLLMChat:
             enable_prefix_caching=enable_prefix_caching,
             max_pixels=max_pixels,
             min_pixels=min_pixels,
+            whitespace_free=False,  # decided below, once vllm is imported
             **more_engine_args,
         )
+        self._budget: ContextBudget | None = None
         self._vllm = import_vllm()
+        if has_structured_outputs_config():
+            self.engine_kwargs.setdefault("structured_outputs_config", dict(WHITESPACE_FREE_JSON))
         try:
             self.llm = self._vllm.LLM(**self.engine_kwargs)
         except Exception as e:
             raise EngineStartError(engine_start_message(self.engine_kwargs, e)) from e
+
+    def context_budget(self) -> ContextBudget:
+        """The engine's max_model_len, counted with the engine's own tokenizer and chat template."""
+        if self._budget is None:
+            mm = self.engine_kwargs.get("mm_processor_kwargs", {})
+            # Qwen2-VL: one token per 28x28 pixels (14-pixel patches merged 2x2), plus start and end
+            image_tokens = int(mm["max_pixels"]) // (28 * 28) + 2 if "max_pixels" in mm else IMAGE_TOKENS
+            counter = TemplateCounter(self.llm.get_tokenizer(), f"engine tokenizer ({self.name})", image_tokens)
+            self._budget = ContextBudget(int(self.llm.model_config.max_model_len), counter)
+        return self._budget
 
     def sampling_params(self, req: ChatRequest) -> Any:
         kw = sampling_kwargs(req.params)
