@@ -94,3 +94,15 @@ def wait_job(client, job_id: str, timeout: float = 300.0, headers: dict | None =
             return job
         time.sleep(0.3)
     raise TimeoutError(f"job {job_id} did not finish")
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
+    """SIGTERM a child started with ``start_new_session=True`` and its process group; SIGKILL after ``grace_s``."""
+    import os
+    import signal
+
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)

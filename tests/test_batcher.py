@@ -2,45 +2,28 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from chat_doubles import NotReentrantChat
 
 from trident_local.models.batcher import BatchingChat, BatchPolicy
 from trident_local.models.protocols import ChatRequest, ChatResult, Message
 from trident_local.models.runtime import ModelCache, Models
 
 
-class SlowEngine:
-    """Answers each request with its own text; takes ``delay`` per call; records the calling thread
-    and refuses concurrent entry, as a non-thread-safe engine (vLLM's offline LLM) would break."""
-
-    name = "slow"
-    supports_images = False
-    supports_json_schema = True
+class SlowEngine(NotReentrantChat):
+    """Fails a call that carries the request ``fail_on``, as a dying engine would."""
 
     def __init__(self, delay: float = 0.05, fail_on: str = ""):
-        self.delay, self.fail_on = delay, fail_on
-        self.batches: list[int] = []
-        self.threads: set[int] = set()
-        self._inside = threading.Lock()
+        super().__init__("slow", delay)
+        self.fail_on = fail_on
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
-        if not self._inside.acquire(blocking=False):
-            raise AssertionError("the engine was entered by two threads at once")
-        try:
-            self.threads.add(threading.get_ident())
-            self.batches.append(len(requests))
-            time.sleep(self.delay)
-            texts = [r.messages[0].text() for r in requests]
-            if self.fail_on and self.fail_on in texts:
-                raise RuntimeError("engine died")
-            return [ChatResult(t.upper(), prompt_tokens=1, completion_tokens=1) for t in texts]
-        finally:
-            self._inside.release()
+        if self.fail_on and self.fail_on in [r.messages[0].text() for r in requests]:
+            raise RuntimeError("engine died")
+        return super().chat(requests)
 
 
 def req(text: str) -> ChatRequest:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_helpers import free_port, wait_ready
+from serve_helpers import free_port, stop_group, wait_ready
 
 pytestmark = pytest.mark.engine
 
@@ -78,11 +77,7 @@ def test_concurrent_asks_share_one_batched_engine(tmp_path: Path) -> None:
         metrics = httpx.get(f"{url}/metrics", timeout=60).text
         ready = httpx.get(f"{url}/ready", timeout=60).json()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(120)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_group(proc, 120)
     assert all(r.status_code == 200 for r in replies), [r.text[:300] for r in replies if r.status_code != 200]
     for r in replies:
         a = r.json()["answer"]

@@ -20,8 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +29,7 @@ from typing import Any
 
 import httpx
 import pytest
+from serve_helpers import free_port, stop_group
 
 pytestmark = pytest.mark.engine
 
@@ -95,12 +94,6 @@ def copy_index(base: Path, tmp_path_factory: pytest.TempPathFactory, name: str) 
     return dst
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(engine_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """vLLM's OpenAI server for the SmolLM2 profile, started by the project's launcher; yields a profile."""
@@ -136,11 +129,7 @@ def server(engine_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         )
         yield str(profile)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_group(proc, 60)
 
 
 # -- what every run must satisfy ----------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from chat_doubles import backend_profile
 from typer.testing import CliRunner
 
 from trident_local.annotate import annotation_stage
@@ -66,11 +67,7 @@ class CountingChat:
 @pytest.fixture
 def counting_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A profile file naming the counting backend, registered for this test only."""
-    monkeypatch.setitem(registry._FACTORIES, ("chat", "counting"), CountingChat)
-    monkeypatch.setattr(CountingChat, "instances", [])
-    path = tmp_path / "counting.toml"
-    path.write_text('role = "chat"\nbackend = "counting"\nweights = ""\n')
-    return str(path)
+    return backend_profile(tmp_path, monkeypatch, "counting", CountingChat)
 
 
 @pytest.fixture(scope="module")

@@ -6,55 +6,31 @@ offline engine must not be) and is slow enough that concurrent asks overlap.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ClassVar
 
 import httpx
 import pytest
+from chat_doubles import NotReentrantChat, backend_profile
 from serve_helpers import build_index, copy_index, uvicorn_thread
 
-from trident_local.models import registry
-from trident_local.models.protocols import ChatRequest, ChatResult
 from trident_local.serve import Settings, create_app
 
 
-class OneThreadChat:
-    """Answers every request with a short JSON-free text; counts instances; not re-entrant."""
+class OneThreadChat(NotReentrantChat):
+    """One engine step of 0.3 s, whatever the batch size (what batching buys); counts instances."""
 
     instances: ClassVar[list[OneThreadChat]] = []
-    supports_images = False
-    supports_json_schema = True
 
     def __init__(self, name: str = "one-thread"):
-        self.name = name
-        self.batches: list[int] = []
-        self.threads: set[int] = set()
-        self._inside = threading.Lock()
+        super().__init__(name, 0.3, lambda _: "The Coastal region's revenue was 95.2 [p. 1].")
         OneThreadChat.instances.append(self)
-
-    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
-        if not self._inside.acquire(blocking=False):
-            raise AssertionError("two threads inside the engine")
-        try:
-            self.threads.add(threading.get_ident())
-            self.batches.append(len(requests))
-            time.sleep(0.3)  # one engine step, whatever the batch size: what batching buys
-            return [ChatResult("The Coastal region's revenue was 95.2 [p. 1].") for _ in requests]
-        finally:
-            self._inside.release()
 
 
 @pytest.fixture
 def profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setitem(registry._FACTORIES, ("chat", "one-thread"), OneThreadChat)
-    monkeypatch.setattr(OneThreadChat, "instances", [])
-    p = tmp_path / "one-thread.toml"
-    p.write_text('role = "chat"\nbackend = "one-thread"\nweights = ""\n')
-    return str(p)
+    return backend_profile(tmp_path, monkeypatch, "one-thread", OneThreadChat)
 
 
 def test_concurrent_asks_on_two_indexes_share_one_engine_in_batches(tmp_path: Path, profile: str) -> None:
