@@ -105,7 +105,7 @@ class Tracer:
             raise TridentError(f"answer format {fmt!r} is not one of {', '.join(FORMATS)}")
         choices = list(choices or [])
         if fmt == "multiple_choice" and len(choices) < 2:
-            raise TridentError("a multiple_choice question needs at least two --choices")
+            raise TridentError("a multiple_choice question needs at least two choices")
         notes: list[str] = []
         cand_info: list[dict[str, Any]] = []
         if evidence is not None:
