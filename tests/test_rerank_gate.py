@@ -1,4 +1,5 @@
-"""The no-model rerank's confidence gate: the fused order only when its top page clearly leads."""
+"""The no-model rerank's confidence gate: the pool's order unless the fused top page clearly leads,
+the adaptive-K cut only when it leads by far."""
 
 from __future__ import annotations
 
@@ -15,18 +16,26 @@ def test_margin_is_the_leads_share_of_the_spread() -> None:
     assert margin([0.3]) == 0.0 and margin([]) == 0.0
 
 
-def test_confident_fused_order_is_used_with_adaptive_k() -> None:
-    scores = [0.1, 0.9, 0.2, 0.15, 0.12, 0.11]  # pool order; pool index 1 stands out
-    picked, trusted = choose(scores, 5, min_margin=0.5)
-    assert trusted and picked == [1]
+def test_very_confident_fused_order_is_cut_at_adaptive_k() -> None:
+    scores = [0.1, 0.9, 0.2, 0.15, 0.12, 0.11]  # pool order; pool index 1 stands out (margin 0.875)
+    assert choose(scores, 5, order_margin=0.2, cut_margin=0.5) == ([1], "fused-cut")
+
+
+def test_confident_fused_order_keeps_k_max_pages() -> None:
+    scores = [0.1, 0.9, 0.6, 0.15, 0.12, 0.11]  # margin 0.375: reorder, but no cut
+    picked, decision = choose(scores, 5, order_margin=0.2, cut_margin=0.5)
+    assert decision == "fused" and picked == [1, 2, 3, 4, 5]
+    assert choose(scores, 5, order_margin=0.2, cut_margin=math.inf)[1] == "fused"
 
 
 def test_unconfident_fused_order_keeps_the_pool_order() -> None:
     scores = [0.5, 0.52, 0.51, 0.1, 0.2, 0.3]  # no clear leader
-    picked, trusted = choose(scores, 5, min_margin=0.5)
-    assert not trusted and picked == [0, 1, 2, 3, 4]
-    picked, trusted = choose(scores, 5, min_margin=math.inf)
-    assert not trusted and picked == [0, 1, 2, 3, 4]
-    assert choose([0.4, 0.2], 5, 0.1) == ([0], True)
+    assert choose(scores, 5, order_margin=0.5, cut_margin=0.8) == ([0, 1, 2, 3, 4], "pool")
+    assert choose(scores, 5, order_margin=math.inf, cut_margin=math.inf) == ([0, 1, 2, 3, 4], "pool")
+    assert choose([0.9, 0.1, 0.2], 5, order_margin=math.inf, cut_margin=math.inf)[1] == "pool"
+    assert choose([0.4, 0.2], 5, 0.1, 0.1) == ([0], "fused-cut")
+    assert choose([], 5) == ([], "pool")
     with pytest.raises(ValueError):
         choose(scores, 0)
+    with pytest.raises(ValueError, match="cut_margin"):
+        choose(scores, 5, order_margin=0.5, cut_margin=0.2)

@@ -92,8 +92,8 @@ def adaptive_k(sorted_scores: Sequence[float], k_max: int) -> int:
 
 
 class FusedReranker:
-    """The no-model reranker: fused field scores, then the adaptive-K cut where the fused order is
-    confident (:mod:`trident_local.rerank.gate`), else the pool's own top K."""
+    """The no-model reranker: fused field scores; the fused order where it is confident, the adaptive-K
+    cut where it is very confident (:mod:`trident_local.rerank.gate`), else the pool's own top K."""
 
     name: ClassVar[str] = "fused"
     needs_model: ClassVar[bool] = False
@@ -113,7 +113,7 @@ class FusedReranker:
         from trident_local.rerank.gate import choose
 
         scores = fused_scores(index.store, query.text, query.vector(index.models.embedder), records, keep)
-        picked, trusted = choose([float(s) for s in scores], k_max)  # the pool's order where not confident
+        picked, decision = choose([float(s) for s in scores], k_max)  # the pool's order where not confident
         res = RerankResult(
             chosen_hits(records, hits, [records[i].page_id for i in picked]),
             self.mode,
@@ -121,6 +121,7 @@ class FusedReranker:
             scores={r.page_id: float(s) for r, s in zip(records, scores, strict=True)},
             records=records,
         )
-        res.kept_pool_order = not trusted
+        res.kept_pool_order = decision == "pool"
+        res.gate = decision
         res.seconds = time.perf_counter() - t0
         return res

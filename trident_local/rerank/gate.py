@@ -1,24 +1,35 @@
-"""When the no-model fused order is trusted over the pool's own order.
+"""When the no-model fused order is trusted over the pool's own order, and when it may cut K.
 
-The fused match reorders the pool and cuts it at the largest score drop
-(adaptive K). Where its top page does not stand out, the reorder is a guess, and
-on documents it was not designed on it lost pages the pool had found. So the
-fused order is used only when its best page leads the runner-up by at least
-``MIN_MARGIN`` of the pool's score spread; otherwise the pool's own top ``k_max``
-is kept. ``MIN_MARGIN`` is fitted on the calibration document split only (the
-margin with the best F1@5 among those whose Recall@5 and MRR do not fall below
-the raw pool's there); docs/TRIDENT.md gives the numbers on both splits.
+The fused match reorders the pool; where its top page does not stand out, the
+reorder is a guess, and on documents it was not designed on it lost pages the
+pool had found. Two levels, both on the fused score's margin (the best page's
+lead over the runner-up as a share of the pool's score spread):
+
+- ``margin >= ORDER_MARGIN``: the fused order, still ``k_max`` pages (nothing the
+  pool found in its top ``k_max`` is dropped for a guess);
+- ``margin >= CUT_MARGIN`` as well: the adaptive-K cut, a clear winner alone;
+- below ``ORDER_MARGIN``: the pool's own top ``k_max``.
+
+Both margins are fitted on the calibration document split only
+(``benchmarks/calibrate_rerank_gate.py``: among the pairs whose Recall@5 and MRR
+are not below the raw pool's there, the one with the largest smaller gain, ties
+broken by F1@5). docs/TRIDENT.md gives the numbers on both splits.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Literal
 
 from trident_local.rerank.fused import adaptive_k
 
-# Fitted on the first 100 answerable questions of the calib split of benchmarks/data/mmlb_doc_split.json
-# (rrf pool, M = 20, K_max = 5; benchmarks/calibrate_rerank_gate.py). math.inf would never trust the fused order.
-MIN_MARGIN = 0.3
+# Fitted on the 292 answerable calib questions of benchmarks/data/mmlb_doc_split.json
+# (rrf pool, M = 20, K_max = 5). math.inf never trusts the fused order (or never cuts).
+ORDER_MARGIN = 0.15
+CUT_MARGIN = 0.5
+
+Decision = Literal["pool", "fused", "fused-cut"]
 
 
 def margin(sorted_scores: Sequence[float]) -> float:
@@ -29,12 +40,22 @@ def margin(sorted_scores: Sequence[float]) -> float:
     return (s[0] - s[1]) / (s[0] - s[-1])
 
 
-def choose(scores: Sequence[float], k_max: int, min_margin: float = MIN_MARGIN) -> tuple[list[int], bool]:
-    """(indices into the pool, in the chosen order; whether the fused order was used)."""
+def choose(
+    scores: Sequence[float],
+    k_max: int,
+    order_margin: float = ORDER_MARGIN,
+    cut_margin: float = CUT_MARGIN,
+) -> tuple[list[int], Decision]:
+    """(indices into the pool, in the chosen order; which of the three levels decided)."""
     if k_max < 1:
         raise ValueError("k_max must be >= 1")
+    if cut_margin < order_margin:
+        raise ValueError("cut_margin must be >= order_margin (a cut implies the fused order)")
     order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
     ranked = [float(scores[i]) for i in order]
-    if ranked and margin(ranked) >= min_margin:
-        return order[: adaptive_k(ranked, k_max)], True
-    return list(range(min(k_max, len(scores)))), False
+    lead = margin(ranked) if ranked else 0.0
+    if ranked and not math.isinf(cut_margin) and lead >= cut_margin:
+        return order[: adaptive_k(ranked, k_max)], "fused-cut"
+    if ranked and not math.isinf(order_margin) and lead >= order_margin:
+        return order[:k_max], "fused"
+    return list(range(min(k_max, len(scores)))), "pool"

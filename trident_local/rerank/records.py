@@ -55,6 +55,7 @@ class RerankResult:
     truncated: int = 0  # ids beyond K_max
     thinking: str = ""
     kept_pool_order: bool = False  # no-model: the fused order was not confident, the pool's top K_max was kept
+    gate: str = ""  # no-model: "pool", "fused" (fused order, K_max pages) or "fused-cut" (adaptive K)
     scores: dict[str, float] = field(default_factory=dict)  # no-model: page_id -> fused score
     records: list[CandidateRecord] = field(default_factory=list)  # all pool records, pool order
     prompt: dict[str, Any] = field(default_factory=dict)  # model: the prompt's tokens and what was cut to fit
@@ -77,6 +78,7 @@ class RerankResult:
             "duplicates": self.duplicates,
             "truncated": self.truncated,
             "kept_pool_order": self.kept_pool_order,
+            **({"gate": self.gate} if self.gate else {}),
             **({"prompt": dict(self.prompt)} if self.prompt else {}),
         }
 
