@@ -92,6 +92,11 @@ def ask(
         console.print(
             f"[yellow]rerank fell back to the pool order:[/yellow] {res.rerank.get('fallback_reason')}"
         )
+    gate = res.rerank.get("gate")
+    if gate:
+        why = {"pool": "the pool's order kept (fused top page not clearly ahead)",
+               "fused": "fused order, K_max pages", "fused-cut": "fused order cut at adaptive K"}[gate]
+        console.print(f"[dim]rerank {res.rerank['mode']}: {why}[/dim]", highlight=False)
     if res.route:
         console.print(
             f"[dim]xkg route: {res.route['query_class']} {res.route['entities']} "
