@@ -2,6 +2,11 @@
 
     .venv/bin/python benchmarks/indexing.py [--data ../shared/data/mmlongbench-doc/documents] \
         [--sets text,scanned] [--ray 1,2] [--out benchmarks/results/indexing.json]
+    .venv/bin/python benchmarks/indexing.py --sets large:2000 --no-stages   # a run at scale
+
+``large:N`` is the first documents of --data by file name until they hold at least N pages
+(text-layer and scanned alike, as a real collection comes; pages without a text layer are
+counted and go through OCR).
 
 For each set of PDFs (read in place) it measures, in one run:
   * raw PyMuPDF: ``page.get_text("dict")`` and plain ``page.get_text()`` over every page, one core;
@@ -38,6 +43,23 @@ TRIDENT = [sys.executable, "-m", "trident_local.cli"]
 _PEAK = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]).returncode; "
          "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
          "print(u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr); sys.exit(r)")
+
+
+def large_set(data: Path, min_pages: int) -> tuple[list[str], int]:
+    """File names (sorted) until ``min_pages`` pages are reached, and how many pages have no text layer."""
+    import pymupdf
+
+    names, pages, no_text = [], 0, 0
+    for f in sorted(data.glob("*.pdf")):
+        with pymupdf.open(f) as pdf:
+            if pdf.needs_pass:
+                continue
+            pages += pdf.page_count
+            no_text += sum(not page.get_text().strip() for page in pdf)
+        names.append(f.name)
+        if pages >= min_pages:
+            break
+    return names, no_text
 
 
 def raw_pymupdf(files: list[Path]) -> dict:
@@ -156,11 +178,16 @@ def main() -> None:
 
     result: dict = {"cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg(), "sets": {}}
     for name in args.sets.split(","):
+        no_text = None
+        if name.startswith("large:"):
+            SETS[name], no_text = large_set(args.data, int(name.split(":", 1)[1]))
+        elif name not in SETS:
+            raise SystemExit(f"unknown set {name!r}: use {', '.join(SETS)} or large:N")
         files = [args.data / f for f in SETS[name]]
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
             raise SystemExit(f"missing PDFs: {', '.join(missing)}")
-        r: dict = {"files": SETS[name], "raw_pymupdf": raw_pymupdf(files), "runs": {}}
+        r: dict = {"files": SETS[name], "raw_pymupdf": raw_pymupdf(files), "runs": {}, "pages_without_text": no_text}
         r["runs"]["single process"] = cli_run(files, ["--workers", str(args.workers)])
         for n in filter(None, args.ray.split(",")):
             r["runs"][f"ray local, {n} worker(s)"] = cli_run(files, ["--ray", "local", "--workers", n])
@@ -184,7 +211,9 @@ def fmt_load(load) -> str:
 
 def print_set(name: str, r: dict) -> None:
     pages = r["raw_pymupdf"]["get_text()"]["pages"]
-    print(f"\n## {name}: {len(r['files'])} PDFs, {pages} pages\n")
+    no_text = r.get("pages_without_text")
+    print(f"\n## {name}: {len(r['files'])} PDFs, {pages} pages"
+          + (f" ({no_text} without a text layer)" if no_text is not None else "") + "\n")
     print("| what | pages/s | seconds | x get_text('dict') | CPU s | pages per CPU-s | peak RSS MB | load before |")
     print("|---|---|---|---|---|---|---|---|")
     dict_rate = r["raw_pymupdf"]["get_text('dict')"]["pages_per_s"]
