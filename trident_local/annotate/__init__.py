@@ -108,6 +108,10 @@ def annotate_index(
     models (``workers`` CPU actors, or one per GPU for a GPU chat model); this process plans,
     marks each finished document in the manifest and holds the writer lock throughout.
     """
+    if ray is not None:
+        from trident_local.scale.ray_runtime import import_ray
+
+        import_ray()  # without the extra: a clear error before anything is done
     store = index.store
     stage = annotation_stage(index, profile)
     t0 = time.perf_counter()

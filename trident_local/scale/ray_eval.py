@@ -64,9 +64,11 @@ def run_sharded(
 
     ``chat_profile``: the chat model the workers build; a local GPU model gives each actor its GPUs.
     """
+    from trident_local.scale.ray_runtime import actor_count, actor_gpus, connect, import_ray
+
+    import_ray()  # without the extra: a clear error even when there is nothing to run
     if not records:
         return [], []
-    from trident_local.scale.ray_runtime import actor_count, actor_gpus, connect
 
     ray, started = connect(address, num_cpus=workers)
     try:
