@@ -31,7 +31,7 @@ def annotate(
         "--ray",
         metavar="ADDRESS",
         help="Annotate on Ray: a cluster address (ray://host:10001, auto) or 'local' "
-        "(needs the [ray] extra). Each actor holds its own models; the index "
+        "(needs the \\[ray] extra). Each actor holds its own models; the index "
         "directory must be on a filesystem every node sees.",
     ),
     json_out: str = json_option("the report"),

@@ -26,5 +26,5 @@ RAY = typer.Option(
     "--ray",
     metavar="ADDRESS",
     help="Answer the questions in shards on Ray: a cluster address (ray://host:10001, auto) or "
-    "'local' (needs the [ray] extra); same rows, in the same order, as without it.",
+    "'local' (needs the \\[ray] extra); same rows, in the same order, as without it.",
 )

@@ -41,7 +41,11 @@ def qa(
     ray: str = RAY,
     workers: int = WORKERS,
 ) -> None:
-    """Accuracy (mean score) and F1 over all questions, unanswerable ones included, with breakdowns."""
+    """Accuracy (mean score) and F1 over all questions, unanswerable ones included, with breakdowns.
+
+    With --ray the questions run in shards on Ray actors that read the index (each with its own
+    models); the rows, the --run file and the summary are those of a run without it.
+    """
     from trident_local.evaluate.qa_run import run_qa
     from trident_local.generate.ask import AskOptions
     from trident_local.index import Index

@@ -44,7 +44,11 @@ def retrieval(
     ray: str = RAY,
     workers: int = WORKERS,
 ) -> None:
-    """Recall@K, Precision@K, F1@K, MRR, nDCG@K and Recall@M over the answerable questions."""
+    """Recall@K, Precision@K, F1@K, MRR, nDCG@K and Recall@M over the answerable questions.
+
+    With --ray the questions run in shards on Ray actors that read the index (each with its own
+    models); the rows, the --run file and the summary are those of a run without it.
+    """
     from trident_local.evaluate.retrieval_run import annotated_reranker, run_retrieval, run_retrieval_on_ray
     from trident_local.index import Index
     from trident_local.store.atomic import atomic_write_text
