@@ -8,7 +8,7 @@ annotate_index(index)                                # or later, resumable per d
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,12 +18,14 @@ from trident_local.store.stages import Stage, StageRunner, guarded
 if TYPE_CHECKING:
     from trident_local.docs.model import Document
     from trident_local.index import Index
+    from trident_local.store.index_store import IndexStore
 
 __all__ = [
     "STAGE",
     "AnnotateReport",
     "LoadedAnnotation",
     "annotate_index",
+    "annotate_one",
     "annotation_stage",
     "has_annotation",
     "load",
@@ -97,33 +99,85 @@ def annotate_index(
     force: bool = False,
     docs: list[str] | None = None,
     on_doc: Callable[[str, int, float], None] | None = None,
+    ray: str | None = None,
+    workers: int = 2,
 ) -> AnnotateReport:
-    """Annotate every ingested document that is not annotated yet (all with ``force``); resumable."""
+    """Annotate every ingested document that is not annotated yet (all with ``force``); resumable.
+
+    ``ray``: a Ray address (or "local") to annotate the documents on Ray actors that hold the
+    models (``workers`` CPU actors, or one per GPU for a GPU chat model); this process plans,
+    marks each finished document in the manifest and holds the writer lock throughout.
+    """
+    if ray is not None:
+        from trident_local.scale.ray_runtime import import_ray
+
+        import_ray()  # without the extra: a clear error before anything is done
     store = index.store
     stage = annotation_stage(index, profile)
-    runner = StageRunner(store, [stage])
     t0 = time.perf_counter()
     rep = AnnotateReport([], [], [])
     with store.writer_lock():
-        for doc_id in [store.resolve(d) for d in docs] if docs else store.doc_ids():
-            entry = store.manifest.documents[doc_id]
-            if entry.stages.get(STAGE) and not has_annotation(store, doc_id):
-                store.mark(doc_id, STAGE, False)  # marked, but its files are gone: redo it
-            if not runner.pending(doc_id, force=force):
-                rep.skipped.append(doc_id)
-                continue
-            t1 = time.perf_counter()
-            ran, error = guarded(f"annotating {entry.file_name}",
-                                 lambda d=doc_id: runner.run(store.document(d), force=force))
-            if ran is None:
+        todo = _plan(store, StageRunner(store, [stage]), stage, docs, force, rep)
+        if ray is None:
+            results = _annotate_here(store, stage, todo)
+        else:
+            from trident_local.scale.ray_annotate import annotate_on_ray
+
+            results = annotate_on_ray(index, todo, profile=stage.run.profile, address=ray, workers=workers)
+        for doc_id, error, seconds, calls in results:
+            if error:
                 rep.failed.append((doc_id, error))
-            elif not ran:  # found saved by a run killed before marking it
-                rep.skipped.append(doc_id)
-            else:
-                rep.annotated.append(doc_id)
-                rep.pages += entry.n_pages
-                if on_doc:
-                    on_doc(doc_id, entry.n_pages, time.perf_counter() - t1)
+                continue
+            store.mark(doc_id, STAGE)  # the commit point: its files are written
+            n_pages = store.manifest.documents[doc_id].n_pages
+            rep.annotated.append(doc_id)
+            rep.pages += n_pages
+            if calls:
+                rep.calls[doc_id] = calls
+            if on_doc:
+                on_doc(doc_id, n_pages, seconds)
     rep.seconds = time.perf_counter() - t0
-    rep.calls = stage.run.calls  # the stage's runner is the annotator
     return rep
+
+
+# (doc_id, error or "", seconds, model call counters or None) of one annotated document
+DocResult = tuple[str, str, float, dict | None]
+
+
+def _plan(
+    store: IndexStore,
+    runner: StageRunner,
+    stage: Stage,
+    docs: list[str] | None,
+    force: bool,
+    rep: AnnotateReport,
+) -> list[str]:
+    """The documents to annotate; finished ones go to ``rep.skipped`` (those saved by a run killed
+    before marking them are marked here)."""
+    todo = []
+    for doc_id in [store.resolve(d) for d in docs] if docs else store.doc_ids():
+        entry = store.manifest.documents[doc_id]
+        if entry.stages.get(STAGE) and not has_annotation(store, doc_id):
+            store.mark(doc_id, STAGE, False)  # marked, but its files are gone: redo it
+        if not runner.pending(doc_id, force=force):
+            rep.skipped.append(doc_id)
+        elif not force and stage.saved is not None and stage.saved(doc_id):
+            store.mark(doc_id, STAGE)
+            rep.skipped.append(doc_id)
+        else:
+            todo.append(doc_id)
+    return todo
+
+
+def annotate_one(store: IndexStore, stage: Stage, doc_id: str) -> DocResult:
+    """Run the annotation stage on one document (it writes the document's files); a failure fails
+    that document only, a configuration error (TridentError, e.g. a missing model) propagates."""
+    t1 = time.perf_counter()
+    label = f"annotating {store.manifest.documents[doc_id].file_name}"
+    _, error = guarded(label, lambda: stage.run(store.document(doc_id)))
+    return doc_id, error, time.perf_counter() - t1, stage.run.calls.pop(doc_id, None)
+
+
+def _annotate_here(store: IndexStore, stage: Stage, todo: list[str]) -> Iterator[DocResult]:
+    for doc_id in todo:
+        yield annotate_one(store, stage, doc_id)

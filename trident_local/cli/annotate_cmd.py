@@ -20,12 +20,27 @@ def annotate(
     ),
     doc: list[str] = typer.Option(None, "--doc", "-d", help="Only these documents (id, file name or stem)."),
     force: bool = typer.Option(False, "--force", help="Re-annotate documents that are already annotated."),
+    workers: int = typer.Option(
+        2,
+        min=1,
+        help="With --ray: model actors (CPU actors; with a GPU chat model "
+        "one per GPU instead); with --ray local also the cluster's CPUs.",
+    ),
+    ray: str = typer.Option(
+        None,
+        "--ray",
+        metavar="ADDRESS",
+        help="Annotate on Ray: a cluster address (ray://host:10001, auto) or 'local' "
+        "(needs the \\[ray] extra). Each actor holds its own models; the index "
+        "directory must be on a filesystem every node sees.",
+    ),
     json_out: str = json_option("the report"),
 ) -> None:
     """Page records (section, visual caption, entity tags, snippet) and topic/entity/structural concepts.
 
     Built once per document and cached in the index; an interrupted run resumes
-    with the documents not yet annotated.
+    with the documents not yet annotated. A document that fails is reported and
+    the rest go on; the exit status is 1 if any failed.
     """
     from trident_local.annotate import STAGE, annotate_index
     from trident_local.index import Index
@@ -45,7 +60,15 @@ def annotate(
                 description=idx.store.manifest.documents[doc_id].file_name[:40],
             )
 
-        rep = annotate_index(idx, profile=profile, force=force, docs=targets if doc else None, on_doc=on_doc)
+        rep = annotate_index(
+            idx,
+            profile=profile,
+            force=force,
+            docs=targets if doc else None,
+            on_doc=on_doc,
+            ray=ray,
+            workers=workers,
+        )
     if "xkg" in idx.config.pools or idx.store.manifest.pools.get("xkg"):
         idx.build_pools()
     for doc_id, err in rep.failed:

@@ -22,6 +22,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from trident_local.errors import TridentError
 
@@ -48,7 +49,9 @@ def to_jsonable(obj: Any) -> Any:
 def json_option(what: str = "the result") -> Any:
     """The ``--json FILE`` option; name the parameter ``json_out`` so :func:`cli_command` sees it."""
     return typer.Option(
-        None, "--json", metavar="FILE",
+        None,
+        "--json",
+        metavar="FILE",
         help=f"Write {what} as JSON to FILE ('-' = stdout; everything else then goes to stderr).",
     )
 
@@ -117,8 +120,8 @@ def user_errors() -> Iterator[None]:
     """Turn TridentError into one red line and exit status 2 (no traceback)."""
     try:
         yield
-    except TridentError as e:
-        err_console.print(f"[red]error:[/red] {e}", highlight=False)
+    except TridentError as e:  # escaped: a message may hold brackets ("trident-local[ray]", a list)
+        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -143,10 +146,14 @@ def load_benchmark(store, dataset: Path, adapter: str = "mmlongbench"):
 
     rep = resolve_records(load_records(dataset, adapter), store)
     for qid, doc, pages, n in rep.bad_pages:
-        err_console.print(f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages")
+        err_console.print(
+            f"[yellow]skipped[/yellow] question {qid} ({doc}): gold pages {pages} beyond its {n} pages"
+        )
     if rep.missing_docs:
-        err_console.print(f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
-                          f"{len(rep.missing_docs)} document(s) not in the index")
+        err_console.print(
+            f"[yellow]skipped[/yellow] {sum(rep.missing_docs.values())} question(s) of "
+            f"{len(rep.missing_docs)} document(s) not in the index"
+        )
     return rep
 
 
@@ -166,6 +173,13 @@ def progress_bar(rate_field: str = "{task.fields[rate]}"):
         TimeRemainingColumn,
     )
 
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn(rate_field), TimeElapsedColumn(), TimeRemainingColumn(),
-                    console=err_console, transient=True)
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(rate_field),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    )

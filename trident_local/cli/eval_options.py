@@ -14,3 +14,17 @@ INDEX = typer.Option(..., "--index", "-i", help="Index holding the dataset's doc
 DATASET = typer.Option(..., help="MMLongBench-Doc samples JSON (doc_id = PDF file name).")
 ADAPTER = typer.Option("mmlongbench", help="Dataset adapter that reads --dataset.")
 POOL = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg")
+WORKERS = typer.Option(
+    2,
+    min=1,
+    help="With --ray: question workers (Ray actors, each with its own models; "
+    "one per GPU instead for a local GPU chat model); with --ray local also "
+    "the cluster's CPUs.",
+)
+RAY = typer.Option(
+    None,
+    "--ray",
+    metavar="ADDRESS",
+    help="Answer the questions in shards on Ray: a cluster address (ray://host:10001, auto) or "
+    "'local' (needs the \\[ray] extra); same rows, in the same order, as without it.",
+)

@@ -16,7 +16,7 @@ from trident_local.cli.common import (
     load_benchmark,
     write_json,
 )
-from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, DatasetAdapter
+from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, RAY, WORKERS, DatasetAdapter
 from trident_local.models.runtime import runtime_report
 
 
@@ -35,9 +35,17 @@ def qa(
     run_out: Path = typer.Option(None, "--run", help="Write per-question predictions and scores as JSONL."),
     split_file: Path = typer.Option(None, help="Document split JSON (benchmarks/make_doc_split.py)."),
     split: str = typer.Option("test", help="Which split of --split-file to run (calib | test)."),
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="Self-check every answer (its cost is timed)."),
+    verify: bool = typer.Option(
+        True, "--verify/--no-verify", help="Self-check every answer (its cost is timed)."
+    ),
+    ray: str = RAY,
+    workers: int = WORKERS,
 ) -> None:
-    """Accuracy (mean score) and F1 over all questions, unanswerable ones included, with breakdowns."""
+    """Accuracy (mean score) and F1 over all questions, unanswerable ones included, with breakdowns.
+
+    With --ray the questions run in shards on Ray actors that read the index (each with its own
+    models); the rows, the --run file and the summary are those of a run without it.
+    """
     from trident_local.evaluate.qa_run import run_qa
     from trident_local.generate.ask import AskOptions
     from trident_local.index import Index
@@ -55,14 +63,16 @@ def qa(
     if profile is not None:
         idx.models.use_profile("chat", profile)
     chat_name = idx.models.profile_name("chat")
-    chat = idx.models.chat
+    has_chat = idx.models.has("chat")  # built where the questions run (here, or on the Ray workers)
     with Progress(console=err_console, transient=True) as progress:
         task = progress.add_task("qa", total=len(records))
-        report = run_qa(idx, records, options, on_step=lambda: progress.advance(task))
+        report = run_qa(
+            idx, records, options, on_step=lambda: progress.advance(task), ray=ray, workers=workers
+        )
     s = report.summary
     table = Table(
         title=f"QA on {dataset.name}: {s['n']} questions ({pool}, rerank {rerank}, answer "
-        f"{'evidence-first' if chat is None else answer})"
+        f"{answer if has_chat else 'evidence-first'})"
     )
     for col in ("accuracy", "f1", "mean K", *[f"acc {k}" for k in s["per_format"]]):
         table.add_column(col, justify="right")
@@ -90,13 +100,15 @@ def qa(
             "pool": pool,
             "rerank": rerank,
             "fields": fields,
-            "answer": answer if chat is not None else "evidence-first",
+            "answer": answer if has_chat else "evidence-first",
             "split": f"{split_file}:{split}" if split_file is not None else "all",
             "profile": chat_name,
             **s,
             "skipped_bad_pages": len(rep.bad_pages),
             "skipped_missing_docs": sum(rep.missing_docs.values()),
-            "runtime": runtime_report(),
+            "runtime": runtime_report()
+            if not report.workers_runtime
+            else {**runtime_report(), "workers": report.workers_runtime},
         },
     )
     if run_out:

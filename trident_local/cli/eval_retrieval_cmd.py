@@ -16,7 +16,7 @@ from trident_local.cli.common import (
     load_benchmark,
     write_json,
 )
-from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, DatasetAdapter
+from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, RAY, WORKERS, DatasetAdapter
 
 
 @cli_command
@@ -28,16 +28,28 @@ def retrieval(
     k: int = typer.Option(5, min=1, help="K for Recall/Precision/F1/nDCG@K."),
     pool_depth: int = typer.Option(20, min=1, help="M: candidate pool size (Recall@M)."),
     rerank: str = typer.Option("none", help="none (pool top-K) | annotated (records + adaptive K <= --k)."),
-    fields: str = typer.Option("full", help="Record fields for --rerank annotated: full | caption-only | "
-                                            "drop-caption | drop-concepts | drop-entities | snippet-only."),
-    profile: str = typer.Option(None, help="Chat profile for the xkg route and --rerank annotated (default: "
-                                          "the index's; 'none' = rule route, no-model fused-match reranker)."),
+    fields: str = typer.Option(
+        "full",
+        help="Record fields for --rerank annotated: full | caption-only | "
+        "drop-caption | drop-concepts | drop-entities | snippet-only.",
+    ),
+    profile: str = typer.Option(
+        None,
+        help="Chat profile for the xkg route and --rerank annotated (default: "
+        "the index's; 'none' = rule route, no-model fused-match reranker).",
+    ),
     limit: int = typer.Option(None, help="Only the first N answerable questions (quick checks)."),
     json_out: str = json_option("the summary"),
     run_out: Path = typer.Option(None, "--run", help="Write per-question rankings as JSONL."),
+    ray: str = RAY,
+    workers: int = WORKERS,
 ) -> None:
-    """Recall@K, Precision@K, F1@K, MRR, nDCG@K and Recall@M over the answerable questions."""
-    from trident_local.evaluate.retrieval_run import run_retrieval
+    """Recall@K, Precision@K, F1@K, MRR, nDCG@K and Recall@M over the answerable questions.
+
+    With --ray the questions run in shards on Ray actors that read the index (each with its own
+    models); the rows, the --run file and the summary are those of a run without it.
+    """
+    from trident_local.evaluate.retrieval_run import annotated_reranker, run_retrieval, run_retrieval_on_ray
     from trident_local.index import Index
     from trident_local.store.atomic import atomic_write_text
 
@@ -53,22 +65,38 @@ def retrieval(
     if profile is not None:  # this run's chat model, for the pool's route and the reranker
         idx.models.use_profile("chat", profile)
     if rerank == "annotated":
-        from trident_local.rerank import FIELD_SETS, rerank_pool
+        from trident_local.rerank import FIELD_SETS
 
         if fields not in FIELD_SETS:
             err_console.print(f"[red]error:[/red] --fields must be one of {', '.join(FIELD_SETS)}")
             raise typer.Exit(2)
-        chat = idx.models.chat
-
-        def reranker(query, hits):
-            res = rerank_pool(idx, query, hits, fields=fields, chat=chat, k_max=k)
-            fallbacks.append(res.fallback)
-            return res.hits
+        if not ray:
+            reranker = annotated_reranker(idx, fields=fields, k=k, fallbacks=fallbacks)
 
     with Progress(console=err_console, transient=True) as progress:
         task = progress.add_task(f"{pool}", total=len(records))
-        report = run_retrieval(idx, records, pool=pool, k=k, pool_depth=pool_depth, rerank=reranker,
-                               on_step=lambda: progress.advance(task))
+        if ray:
+            report, fallbacks = run_retrieval_on_ray(
+                idx,
+                records,
+                pool=pool,
+                k=k,
+                pool_depth=pool_depth,
+                fields=fields if rerank == "annotated" else None,
+                address=ray,
+                workers=workers,
+                on_step=lambda: progress.advance(task),
+            )
+        else:
+            report = run_retrieval(
+                idx,
+                records,
+                pool=pool,
+                k=k,
+                pool_depth=pool_depth,
+                rerank=reranker,
+                on_step=lambda: progress.advance(task),
+            )
     s = report.summary
     title = f"{pool}" + (f" + annotated rerank ({fields})" if rerank == "annotated" else "")
     table = Table(title=f"{title} on {dataset.name}: {s['n']} answerable questions")
@@ -79,9 +107,18 @@ def retrieval(
     extra = {"rerank": rerank}
     if rerank == "annotated":
         extra.update(fields=fields, rerank_fallbacks=int(sum(fallbacks)))
-    write_json(json_out, {"pool": pool, "k": k, "dataset": str(dataset), **s, **extra,
-                          "skipped_bad_pages": len(rep.bad_pages),
-                          "skipped_missing_docs": sum(rep.missing_docs.values())})
+    write_json(
+        json_out,
+        {
+            "pool": pool,
+            "k": k,
+            "dataset": str(dataset),
+            **s,
+            **extra,
+            "skipped_bad_pages": len(rep.bad_pages),
+            "skipped_missing_docs": sum(rep.missing_docs.values()),
+        },
+    )
     if run_out:
         import json
 

@@ -23,16 +23,28 @@ def _status_style(status: str) -> str:
 
 @cli_command
 def index(
-    paths: list[Path] = typer.Argument(..., help="PDF files and/or folders (searched recursively for *.pdf)."),
+    paths: list[Path] = typer.Argument(
+        ..., help="PDF files and/or folders (searched recursively for *.pdf)."
+    ),
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory (created if missing)."),
-    pools: str = typer.Option(None, help="Pools to build, comma-separated (default for a new index: bm25,dense)."),
+    pools: str = typer.Option(
+        None, help="Pools to build, comma-separated (default for a new index: bm25,dense)."
+    ),
     embedder: str = typer.Option(None, help="Text embedder profile for a new index (default: minilm)."),
     ocr: str = typer.Option(None, help="OCR profile for pages without text (tesseract | none)."),
-    multivector: str = typer.Option(None, help="Page-image embedder profile for the colpali pool (e.g. colqwen2.5)."),
+    multivector: str = typer.Option(
+        None, help="Page-image embedder profile for the colpali pool (e.g. colqwen2.5)."
+    ),
     annotate: bool = typer.Option(False, "--annotate", help="Also build the per-page Trident annotation."),
-    workers: int = typer.Option(2, min=1, help="Processes for PDF parsing (with --ray local: the cluster's CPUs)."),
-    ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
-                            help="Run on Ray: a cluster address (ray://host:10001, auto) or 'local' (needs the [ray] extra)."),
+    workers: int = typer.Option(
+        2, min=1, help="Processes for PDF parsing (with --ray local: the cluster's CPUs)."
+    ),
+    ray: str = typer.Option(
+        None,
+        "--ray",
+        metavar="ADDRESS",
+        help="Run on Ray: a cluster address (ray://host:10001, auto) or 'local' (needs the \\[ray] extra).",
+    ),
     json_out: str = json_option("the per-file report"),
 ) -> None:
     """Index PDFs: parse pages and evidence objects, OCR scanned pages, build retrieval pools.
@@ -63,8 +75,13 @@ def index(
             if res.status in ("indexed", "resumed"):
                 total_pages += res.pages
             elapsed = progress.tasks[0].elapsed or 1e-9
-            progress.update(task, advance=1, pages=total_pages, rate=f"{total_pages / elapsed:.1f} pages/s",
-                            description=Path(res.path).name[:40])
+            progress.update(
+                task,
+                advance=1,
+                pages=total_pages,
+                rate=f"{total_pages / elapsed:.1f} pages/s",
+                description=Path(res.path).name[:40],
+            )
             if res.status == "failed":
                 progress.console.print(f"[red]failed:[/red] {res.error}", highlight=False)
 
@@ -79,14 +96,23 @@ def index(
     for col in ("file", "status", "pages", "doc_id", "note"):
         table.add_column(col)
     for f in report.files:
-        table.add_row(Path(f.path).name, f"[{_status_style(f.status)}]{f.status}", str(f.pages or ""), f.doc_id,
-                      f.error.split(": ", 1)[-1] if f.error else "")
+        table.add_row(
+            Path(f.path).name,
+            f"[{_status_style(f.status)}]{f.status}",
+            str(f.pages or ""),
+            f.doc_id,
+            f.error.split(": ", 1)[-1] if f.error else "",
+        )
     out = human_console(json_out)
     out.print(table)
     rate = report.pages_indexed / report.seconds if report.seconds else 0.0
-    out.print(f"{report.pages_indexed} pages indexed ({rate:.2f} pages/s); "
-                  f"{len(idx.store.doc_ids())} documents in the index; {len(report.failed)} failed.")
-    write_json(json_out, {"files": report.files, "seconds": report.seconds, "pages_indexed": report.pages_indexed})
+    out.print(
+        f"{report.pages_indexed} pages indexed ({rate:.2f} pages/s); "
+        f"{len(idx.store.doc_ids())} documents in the index; {len(report.failed)} failed."
+    )
+    write_json(
+        json_out, {"files": report.files, "seconds": report.seconds, "pages_indexed": report.pages_indexed}
+    )
     if report.failed:
         raise typer.Exit(1)
 
@@ -128,7 +154,9 @@ def remove(
 def search(
     question: str = typer.Argument(..., help="The question or query."),
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory."),
-    doc: list[str] = typer.Option(None, "--doc", "-d", help="Restrict to these documents (id, file name or stem)."),
+    doc: list[str] = typer.Option(
+        None, "--doc", "-d", help="Restrict to these documents (id, file name or stem)."
+    ),
     pool: str = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg"),
     k: int = typer.Option(5, min=1, help="How many pages."),
     json_out: str = json_option("the hits"),
@@ -147,8 +175,16 @@ def search(
         page = d.page(h.page)
         snippet = " ".join(page.text.split())[:160]
         table.add_row(str(i), d.file_name, str(h.page), f"{h.score:.3f}", page.section[:40], snippet)
-        out.append({"doc_id": h.doc_id, "file": d.file_name, "page": h.page, "score": h.score,
-                    "section": page.section, "snippet": snippet})
+        out.append(
+            {
+                "doc_id": h.doc_id,
+                "file": d.file_name,
+                "page": h.page,
+                "score": h.score,
+                "section": page.section,
+                "snippet": snippet,
+            }
+        )
     human_console(json_out).print(table)
     write_json(json_out, out)
 

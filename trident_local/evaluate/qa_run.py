@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from trident_local.evaluate.abstention import unanswerable_metrics
@@ -46,6 +47,7 @@ class QARow:
 class QAReport:
     rows: list[QARow]
     summary: dict[str, Any]
+    workers_runtime: list[dict[str, Any]] = field(default_factory=list)  # each Ray actor's runtime_report
 
 
 def summarize(rows: Sequence[QARow], protocol: str = PROTOCOL_AS_IS) -> dict[str, Any]:
@@ -73,10 +75,43 @@ def run_qa(
     options: AskOptions | None = None,
     *,
     on_step: Callable[[], None] | None = None,
+    ray: str | None = None,
+    workers: int = 2,
 ) -> QAReport:
     """Answer every record within its own document, extract the short answer, score it.
 
-    The models are the index runtime's (``index.models``)."""
+    The models are the index runtime's (``index.models``). ``ray``: a Ray address (or "local") to
+    answer the questions in shards on Ray actors (``workers``), each with its own models; the
+    rows come back in the order of ``records`` and are the same as this process would give.
+    """
+    workers_runtime: list[dict[str, Any]] = []
+    if ray is None:
+        rows = qa_rows(index, records, options, on_step=on_step)
+    else:
+        from trident_local.scale.ray_eval import run_sharded
+
+        chat_profile = index.models.profile("chat")
+        rows, workers_runtime = run_sharded(
+            index,
+            records,
+            partial(_qa_worker, options=options, chat_profile=chat_profile),
+            chat_profile=chat_profile,
+            address=ray,
+            workers=workers,
+            on_step=on_step,
+        )
+    protocol = PROTOCOL_MODEL if index.models.has("chat") else PROTOCOL_AS_IS
+    return QAReport(rows, summarize(rows, protocol), workers_runtime)
+
+
+def qa_rows(
+    index: Index,
+    records: Sequence[QARecord],
+    options: AskOptions | None = None,
+    *,
+    on_step: Callable[[], None] | None = None,
+) -> list[QARow]:
+    """The scored row of each record, in order."""
     from trident_local.generate.ask import ask
 
     chat = index.models.chat
@@ -107,4 +142,12 @@ def run_qa(
         )
         if on_step:
             on_step()
-    return QAReport(rows, summarize(rows, PROTOCOL_AS_IS if chat is None else PROTOCOL_MODEL))
+    return rows
+
+
+def _qa_worker(
+    index: Index, *, options: AskOptions | None, chat_profile: Any
+) -> Callable[[list[QARecord]], list[QARow]]:
+    """On a Ray actor: the index's runtime set to the driver's chat profile, then ``qa_rows``."""
+    index.models.use_profile("chat", chat_profile)
+    return lambda records: qa_rows(index, records, options)

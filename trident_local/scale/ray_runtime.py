@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from trident_local.errors import TridentError
@@ -31,11 +32,76 @@ def connect(address: str, *, num_cpus: int | None = None) -> tuple[Any, bool]:
     if ray.is_initialized():
         return ray, False
     # Workers inherit this environment (PYTHONPATH, HF_HUB_OFFLINE, the models folder).
-    env_vars = {k: v for k, v in os.environ.items()
-                if k in ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") or k.startswith("TRIDENT_")}
+    env_vars = {
+        k: v
+        for k, v in os.environ.items()
+        if k in ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") or k.startswith("TRIDENT_")
+    }
     kwargs: dict[str, Any] = {"runtime_env": {"env_vars": env_vars}, "log_to_driver": False}
     if address == LOCAL:
         ray.init(num_cpus=num_cpus, include_dashboard=False, **kwargs)
     else:
         ray.init(address=address, **kwargs)
     return ray, True
+
+
+def gpus_per_model(profile: Any) -> int:
+    """GPUs one model of ``profile`` takes on a Ray worker: a local vLLM engine takes its
+    ``tensor_parallel_size`` (1 by default), a local transformers model one; no model, a model
+    served over HTTP (``openai``) and the CPU embedders take none."""
+    from trident_local.models.profiles import ModelProfile, load_profile
+    from trident_local.models.runtime import is_no_model
+
+    if is_no_model(profile):
+        return 0
+    try:
+        p = profile if isinstance(profile, ModelProfile) else load_profile(str(profile))
+    except Exception:  # an unknown profile fails where it is built, with the profile's own error
+        return 0
+    if p.backend == "vllm":
+        return int(p.engine_args.get("tensor_parallel_size", 1) or 1)
+    return 1 if p.backend == "transformers" else 0
+
+
+def actor_gpus(ray: Any, profile: Any) -> int:
+    """GPUs to give each actor holding a model of ``profile``: none when the cluster has no GPU."""
+    return gpus_per_model(profile) if ray.cluster_resources().get("GPU", 0) else 0
+
+
+def actor_count(ray: Any, workers: int, gpus_each: int) -> int:
+    """How many model actors: one per ``gpus_each`` GPUs of the cluster when the model takes GPUs
+    (as `trident index --ray` does), else ``workers`` (CPU actors)."""
+    if gpus_each:
+        return max(1, int(ray.cluster_resources().get("GPU", 0)) // gpus_each)
+    return max(1, workers)
+
+
+def map_on_actors(
+    ray: Any,
+    rows: list[dict[str, Any]],
+    actor_cls: type,
+    ctor_kwargs: dict[str, Any],
+    *,
+    actors: int,
+    gpus_each: int = 0,
+) -> Iterator[dict[str, Any]]:
+    """``actor_cls(**ctor_kwargs)(row)`` for every row on a Ray Data pool of ``actors`` actors (each
+    loads its models once), one row per block; output rows as they finish, in no set order.
+
+    A row whose worker crashes (a segfault, an out-of-memory kill) is retried by Ray and then
+    dropped (``DataContext.max_errored_blocks``): the caller reports the rows that never came back.
+    """
+    if not rows:
+        return
+    ctx = ray.data.DataContext.get_current()
+    ctx.max_errored_blocks = len(rows)
+    ctx.enable_progress_bars = False
+    ds = ray.data.from_items(rows, override_num_blocks=len(rows))
+    ds = ds.map(
+        actor_cls,
+        fn_constructor_kwargs=ctor_kwargs,
+        compute=ray.data.ActorPoolStrategy(size=max(1, min(actors, len(rows)))),
+        num_cpus=1,
+        num_gpus=gpus_each,
+    )
+    yield from ds.iter_rows()
