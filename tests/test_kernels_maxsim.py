@@ -362,3 +362,20 @@ def test_worker_pool_keeps_thread_counts(cpu_path):
         thread.start()
         thread.join()
         assert seen == [before]
+
+
+def test_worker_pool_is_dropped_after_fork(cpu_path):
+    """A forked child inherits the pool objects but not their threads, so it must build
+    its own pool instead of queueing tasks nobody runs. (Only the bookkeeping is checked
+    in the child: torch ops after fork can hang in OpenMP regardless of this pool.)"""
+    import os
+
+    if not hasattr(os, "fork") or cpu_mod.block_pool() is None:
+        pytest.skip("needs fork and the worker pool")
+    assert cpu_mod._pools
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if not cpu_mod._pools else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert cpu_mod._pools  # the parent keeps its pool

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -176,6 +177,8 @@ MAX_PAGES_PER_TASK = 32
 _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 _worker = threading.local()
+# A forked child inherits the pool objects but not their threads: tasks would wait forever.
+os.register_at_fork(after_in_child=_pools.clear)
 
 
 def _init_worker() -> None:
