@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from trident_kernels import PackedPages, maxsim, maxsim_int8, quantize_pages  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-METHODS = ("ours", "ours_native", "ours_int8", "colpali_engine", "einsum")
+METHODS = ("ours", "ours_exact", "ours_native", "ours_int8", "colpali_engine", "einsum")
 
 
 def make_data(
@@ -94,6 +94,7 @@ def make_methods(queries: list[torch.Tensor], pages: PackedPages) -> dict[str, C
     int8_pages = quantize_pages(pages)  # index-time work, not timed
     return {
         "ours": lambda: maxsim(queries, pages),
+        "ours_exact": lambda: maxsim(queries, pages, precision="exact"),
         "ours_native": lambda: maxsim(queries, pages, precision="native"),
         "ours_int8": lambda: maxsim_int8(queries, int8_pages),
         "colpali_engine": lambda: BaseVisualRetrieverProcessor.score_multi_vector(
@@ -191,11 +192,13 @@ def run_config(args: argparse.Namespace, n_pages: int, dtype: str) -> list[dict]
         make_methods(warm_q, warm_p)[name]()
     times: dict[str, list[float]] = {m: [] for m in methods}
     results: dict[str, torch.Tensor] = {}
+    load = [os.getloadavg()[0]]
     for _ in range(args.repeats):  # interleaved: slow phases of other jobs hit every method
         for name, fn in methods.items():
             start = time.perf_counter()
             results[name] = fn()
             times[name].append(time.perf_counter() - start)
+        load.append(os.getloadavg()[0])
     exact = exact_scores(queries, pages)
     del methods, pages, queries
     rows = []
@@ -215,6 +218,7 @@ def run_config(args: argparse.Namespace, n_pages: int, dtype: str) -> list[dict]
                 "recall@1": recall_at(1, results[name], exact),
                 "recall@10": recall_at(10, results[name], exact),
                 "peak_mem_mb": None,
+                "loadavg_1min": [round(x, 2) for x in load],
             }
         )
     if not args.no_memory:
@@ -299,6 +303,8 @@ def main() -> None:
         for dtype in args.dtypes:
             print(f"running pages={n_pages} dtype={dtype} ...", flush=True)
             rows.extend(run_config(args, n_pages, dtype))
+            load = rows[-1]["loadavg_1min"]
+            print(f"  1-min load average during the repeats: {min(load):.2f}-{max(load):.2f}", flush=True)
     print_table(rows)
     report = {
         **summary(rows),

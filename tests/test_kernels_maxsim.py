@@ -1,4 +1,4 @@
-"""kernels.maxsim (torch path), packing, top-k and int8 against a float64 einsum reference."""
+"""kernels.maxsim (torch path and AMX kernel), packing, top-k and int8 against a float64 einsum reference."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import torch
 
 from trident_kernels import (
     PackedPages,
+    amx,
     maxsim,
     maxsim_int8,
     maxsim_reference,
@@ -30,9 +31,28 @@ def unit(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(x, dim=-1)
 
 
-def assert_matches(scores: torch.Tensor, expected: torch.Tensor) -> None:
+# Default precision on fp32 inputs: the torch path's fp32 GEMM is within ~1e-6 of float64
+# here; the AMX kernel's bf16 hi/lo split keeps each product within 2^-15 relative
+# (observed <= 1.4e-5 on these scores; the worst-case bound is tested on its own below).
+ATOL = {"torch": 1e-5, "amx": 5e-5}
+PATH = {"name": "torch"}
+
+
+@pytest.fixture(autouse=True, params=["torch", "amx"])
+def cpu_path(request, monkeypatch):
+    """Every test runs on the torch path and, where this CPU has it, the AMX kernel."""
+    if request.param == "amx" and not amx.available():
+        pytest.skip("no AMX-BF16 kernel on this machine")
+    if request.param == "torch":
+        monkeypatch.setattr(amx, "available", lambda: False)
+    monkeypatch.setitem(PATH, "name", request.param)
+    return request.param
+
+
+def assert_matches(scores: torch.Tensor, expected: torch.Tensor, atol: float | None = None) -> None:
     """fp32 accumulation against a float64 reference."""
-    torch.testing.assert_close(scores.double(), expected.double(), atol=1e-5, rtol=1e-6)
+    atol = ATOL[PATH["name"]] if atol is None else atol
+    torch.testing.assert_close(scores.double(), expected.double(), atol=atol, rtol=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +137,7 @@ def test_half_inputs_accumulate_in_fp32(queries, pages, dtype):
     exact = maxsim_reference(q16, p16)  # float64 over the same rounded inputs
     scores = maxsim(q16, p16)
     assert scores.dtype == torch.float32
-    assert_matches(scores, exact)
+    assert_matches(scores, exact, atol=1e-5)
     # "native": 16-bit GEMM; each dot is rounded to 16 bits (<= 2^-8 relative for bf16).
     native = maxsim(q16, p16, precision="native")
     step = 2.0**-8 if dtype == torch.bfloat16 else 2.0**-11
@@ -140,7 +160,7 @@ def test_bf16_pages_on_the_bf16_gemm_are_exact(queries, pages, block_tokens, fas
     scores = maxsim(q16, p16, block_tokens=block_tokens)
     assert torch.backends.mkldnn.matmul.fp32_precision == before
     assert scores.dtype == torch.float32
-    assert_matches(scores, maxsim_reference(q16, p16))
+    assert_matches(scores, maxsim_reference(q16, p16), atol=1e-5)
     assert float(scores[:, [1, 7]].abs().max()) == 0.0  # empty pages
 
 
@@ -242,3 +262,120 @@ def test_scores_do_not_depend_on_batch_neighbours():
     padded_with_neighbour = score(q, [short, long], device="cpu")[0, 0]
     assert padded_alone == -1.0
     assert padded_with_neighbour == 0.0  # the pad token won the max
+
+
+def colpali_like(n_pages: int, dim: int, dtype: torch.dtype, seed: int = 4):
+    """Unit-norm pages of ragged lengths and 32-token queries copied (with noise) from one
+    page each, so every query has a clear best page."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, 90, (n_pages,), generator=g).tolist()
+    pages = [unit(torch.randn(n, dim, generator=g)).to(dtype) for n in lengths]
+    queries = []
+    for i in range(6):
+        src = pages[(7 * i) % n_pages].float()
+        rows = src[torch.randint(src.shape[0], (32,), generator=g)]
+        queries.append(unit(rows + 0.05 * torch.randn(32, dim, generator=g)).to(dtype))
+    return queries, pages
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_default_precision_error_bound_and_ranking(dtype):
+    """Default precision: within 2^-15 sum_t |q_t| max_j |p_j| (+ fp32 accumulation) of
+    float64 on either path, exact products for 16-bit inputs, same ranking as float64."""
+    queries, pages = colpali_like(60, 128, dtype)
+    exact = maxsim_reference(queries, pages)
+    scores = maxsim(queries, pages)
+    q_norms = torch.tensor([float(q.double().norm(dim=1).sum()) for q in queries])[:, None]
+    p_max = max(float(p.double().norm(dim=1).max()) for p in pages)
+    err = (scores.double() - exact).abs()
+    assert torch.all(err <= 2.0**-15 * q_norms * p_max + 1e-5)
+    if dtype != torch.float32:
+        assert float(err.max()) <= 1e-5  # products exact: fp32 accumulation error only
+    assert torch.equal(scores.argsort(1, descending=True)[:, :5], exact.argsort(1, descending=True)[:, :5])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_exact_precision_has_exact_products(dtype):
+    """precision="exact": products exact in fp32 on every path (fp32 inputs keep the fp32
+    GEMM; 16-bit inputs may use the AMX kernel, whose hi/lo parts are then exact)."""
+    queries, pages = colpali_like(30, 128, dtype)
+    scores = maxsim(queries, pages, precision="exact")
+    assert_matches(scores, maxsim_reference(queries, pages), atol=1e-5)
+
+
+def test_split_plan_terms():
+    q32 = torch.randn(4, 8)
+    plan = cpu_mod.split_plan
+    assert plan(torch.bfloat16, q32.bfloat16(), "fp32").p_picks == (0,)
+    assert plan(torch.float32, q32, "fp32") == cpu_mod.SplitPlan((0, 0, 1), (0, 1, 0))
+    assert plan(torch.float16, q32.half(), "fp32") == cpu_mod.SplitPlan((0, 0, 1, 1), (0, 1, 0, 1))
+    assert plan(torch.bfloat16, q32, "fp32") == cpu_mod.SplitPlan((0, 1), (0, 0))
+    assert plan(torch.float32, q32, "exact") is None
+    assert plan(torch.bfloat16, q32, "exact") is None  # fp32 queries: not exact as hi + lo
+    assert plan(torch.float16, q32.half(), "exact") is not None
+    assert plan(torch.float16, q32.half(), "native") is None
+    with pytest.raises(ValueError):
+        maxsim([q32], [torch.randn(3, 8)], precision="fast")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("dim", [128, 40])
+def test_amx_kernel_page_maxima(dtype, dim, cpu_path):
+    """The kernel alone: odd dims (padded to 32), token counts around its 16/32-row tiles,
+    query rows not a multiple of 32, and pages read through a strided row view."""
+    if cpu_path != "amx":
+        pytest.skip("kernel test")
+    g = torch.Generator().manual_seed(5)
+    lengths = np.array([1, 15, 16, 17, 31, 32, 33, 70])
+    wide = torch.randn(int(lengths.sum()), dim + 8, generator=g).to(dtype)
+    tokens = wide[:, 3 : 3 + dim]  # row stride dim + 8
+    rows = torch.randn(37, dim, generator=g).to(dtype)
+    starts = np.r_[0, np.cumsum(lengths)[:-1]]
+    plan = cpu_mod.split_plan(dtype, rows, "fp32")
+    got = amx.page_maxima(tokens, starts, lengths, amx.PackedQueryTiles(rows, plan.q_picks), plan.p_picks)
+    want = torch.stack(
+        [
+            (rows.double() @ tokens[s : s + n].double().T).amax(1)
+            for s, n in zip(starts, lengths, strict=True)
+        ],
+        1,
+    )
+    bound = 2.0**-15 * rows.double().norm(dim=1)[:, None] * tokens.double().norm(dim=1).max() + 1e-5
+    assert got.shape == want.shape
+    assert torch.all((got.double() - want).abs() <= bound)
+    with pytest.raises(ValueError):
+        amx.page_maxima(
+            tokens, starts, np.r_[lengths[:-1], 0], amx.PackedQueryTiles(rows, plan.q_picks), plan.p_picks
+        )
+
+
+def test_worker_pool_keeps_thread_counts(cpu_path):
+    """Workers run one torch thread each; the caller's count and the default for new
+    threads stay what they were."""
+    before = torch.get_num_threads()
+    pool = cpu_mod.block_pool()
+    assert torch.get_num_threads() == before
+    if pool is not None:
+        assert set(pool.map(lambda _: torch.get_num_threads(), range(4))) == {1}
+        seen = []
+        thread = __import__("threading").Thread(target=lambda: seen.append(torch.get_num_threads()))
+        thread.start()
+        thread.join()
+        assert seen == [before]
+
+
+def test_worker_pool_is_dropped_after_fork(cpu_path):
+    """A forked child inherits the pool objects but not their threads, so it must build
+    its own pool instead of queueing tasks nobody runs. (Only the bookkeeping is checked
+    in the child: torch ops after fork can hang in OpenMP regardless of this pool.)"""
+    import os
+
+    if not hasattr(os, "fork") or cpu_mod.block_pool() is None:
+        pytest.skip("needs fork and the worker pool")
+    assert cpu_mod._pools
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if not cpu_mod._pools else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert cpu_mod._pools  # the parent keeps its pool

@@ -1,41 +1,62 @@
-"""Blocked MaxSim in plain torch: the CPU path (and the fallback on any device).
+"""MaxSim on the CPU: the fused AMX kernel where it runs, blocked torch otherwise.
 
-One GEMM per (page block, query chunk) into a cache-sized tile, then a segmented max
-over each page's token rows and a sum over each query's rows. Nothing larger than one
-tile is ever materialised, and pages are read straight from the packed (possibly
-memory-mapped) token matrix, never padded.
+With AMX-BF16 (and a C compiler, see :mod:`trident_kernels.amx`) the fp32-accumulating
+precisions run ``amx_maxsim.c``: bf16 tile GEMMs with fp32 accumulation, operands split
+into bf16 hi/lo parts where they are not bf16 (:class:`SplitPlan`), the max taken
+straight from the tiles, pages shared out to one worker thread per core.
+
+Blocked torch (every other case, and the fallback on any device): one GEMM per (page
+block, query chunk) into a cache-sized tile, then a segmented max over each page's token
+rows and a sum over each query's rows. Nothing larger than one tile is ever
+materialised, and pages are read straight from the packed (possibly memory-mapped)
+token matrix, never padded.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import torch
 
+from trident_kernels import amx
 from trident_kernels.blocks import block_tokens_for, plan_blocks, segment_max, sum_query_rows
 from trident_kernels.packed import PackedPages, as_tensor, gather_tokens
 from trident_kernels.queries import PackedQueries
 
-Precision = Literal["fp32", "native"]
+Precision = Literal["fp32", "exact", "native"]
+PRECISIONS = ("fp32", "exact", "native")
 LOW_PRECISION = (torch.float16, torch.bfloat16)
+SPLIT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # Query tokens per GEMM: enough rows to keep the GEMM efficient, few enough that the
 # [block_tokens, rows] tile stays cache-sized.
 MAX_QUERY_ROWS = 1024
 
 
 @functools.cache
+def cpu_flags() -> frozenset[str]:
+    try:
+        return frozenset(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return frozenset()
+
+
 def cpu_has_fast_bf16() -> bool:
     """True when this CPU multiplies bf16 natively (AMX or AVX512-BF16), per /proc/cpuinfo."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
+    return "amx_bf16" in cpu_flags() or "avx512_bf16" in cpu_flags()
+
+
+def cpu_has_amx_bf16() -> bool:
+    """True with AMX-BF16 tiles, the instruction set of the fused kernel (amx_maxsim.c)."""
+    return "amx_bf16" in cpu_flags()
 
 
 def compute_dtype(page_dtype: torch.dtype, query_dtype: torch.dtype, precision: Precision) -> torch.dtype:
@@ -45,8 +66,8 @@ def compute_dtype(page_dtype: torch.dtype, query_dtype: torch.dtype, precision: 
     in fp32 (AMX/AVX512-BF16, tensor cores) but rounds it to 16 bits before the max. The
     sum over query tokens is fp32 in every mode.
     """
-    if precision not in ("fp32", "native"):
-        raise ValueError(f"precision must be 'fp32' or 'native', got {precision!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if page_dtype == torch.float64 and query_dtype == torch.float64:
         return torch.float64
     if precision == "native" and page_dtype in LOW_PRECISION:
@@ -67,8 +88,9 @@ def use_bf16_gemm(
     A product of two bf16 numbers is exact in fp32, and oneDNN's bf16 GEMM accumulates
     and writes fp32; only the *inputs* are rounded to bf16, which loses nothing when they
     already are bf16. So bf16 pages with bf16-valued queries get fp32-path precision at
-    bf16 GEMM speed. fp16 and fp32 inputs would need a hi/lo bf16 split (3 GEMMs), which
-    measured slower than the fp32 GEMM on this hardware, so they keep the fp32 GEMM.
+    bf16 GEMM speed. This is the torch path's rule; fp16 and fp32 inputs keep its fp32
+    GEMM, because as separate torch ops a hi/lo bf16 split (3 terms) measured no faster.
+    On AMX the fused kernel takes all of these inputs instead (see :class:`SplitPlan`).
     """
     return (
         dtype == torch.float32
@@ -99,6 +121,95 @@ def bf16_fp32_matmul(enabled: bool) -> Iterator[None]:
         settings.fp32_precision = previous
 
 
+@dataclass(frozen=True)
+class SplitPlan:
+    """How the fp32-accumulating path runs on AMX (see ``amx_maxsim.c``).
+
+    Every operand is written as a sum of bf16 parts: a bf16-valued tensor is one part,
+    anything else ``hi = bf16(x)`` plus ``lo = bf16(x - hi)`` (round to nearest). A
+    product of two bf16 numbers is exact in fp32 and AMX accumulates in fp32, so
+    ``q . p`` is the fp32 sum of the part products ``q_picks[i] x p_picks[i]`` (0 = hi,
+    1 = lo), laid side by side along the reduction axis: one tile GEMM of depth
+    ``len(q_picks) * dim`` adds them up, so fp32 pages cost ~3x the AMX work of bf16 ones
+    and still far less than an fp32 GEMM.
+
+    Exactness: an fp16 value is exactly hi + lo (11 significant bits <= 8 + 8), so
+    16-bit inputs with all terms have exact products, like the fp32 GEMM. fp32 values
+    have 24 bits; hi + lo keeps 16 of them (|x - hi - lo| <= 2^-17 |x|) and the dropped
+    lo x lo term is <= 2^-18 |q| |p|, so each product is within ~2^-16 relative of
+    exact: ~1e-5 on a 32-token score of unit vectors, vs ~4e-6 for the fp32 GEMM.
+    """
+
+    q_picks: tuple[int, ...]
+    p_picks: tuple[int, ...]
+
+
+def fp16_exact(x: torch.Tensor) -> bool:
+    """True when every value of ``x`` is a float16 value (then hi + lo is exact)."""
+    return x.dtype in LOW_PRECISION or bool(torch.equal(x.to(torch.float16).to(x.dtype), x))
+
+
+def split_plan(page_dtype: torch.dtype, queries: torch.Tensor, precision: Precision) -> SplitPlan | None:
+    """The bf16 parts for the AMX kernel, or None when the inputs need the fp32 GEMM.
+
+    ``"exact"`` takes the kernel only where its products are exact (16-bit inputs);
+    ``"fp32"`` also splits fp32 inputs (products within ~2^-16 relative, see SplitPlan).
+    """
+    if page_dtype not in SPLIT_DTYPES or precision == "native":
+        return None
+    q_parts = (0,) if bf16_exact(queries) else (0, 1)
+    p_parts = (0,) if page_dtype == torch.bfloat16 else (0, 1)
+    wide = page_dtype == torch.float32 or not fp16_exact(queries)  # more than 16 bits somewhere
+    if wide and precision == "exact":
+        return None
+    terms = [(a, b) for a in q_parts for b in p_parts if not (wide and a == 1 and b == 1)]
+    return SplitPlan(tuple(a for a, _ in terms), tuple(b for _, b in terms))
+
+
+# The AMX kernel runs on runs of pages handed to worker threads (ctypes drops the GIL),
+# one core each, rather than as one op split across all cores. A parallel op ends at a
+# barrier, and when other processes share the cores one descheduled thread stalls it:
+# at load ~5 on 2 cores the torch path ran 3-10x slower on 2 threads than on 1. Workers
+# take tasks from a queue, so a descheduled worker delays only its own task.
+PARALLEL_BLOCKS = True
+TASKS_PER_WORKER = 8
+MAX_PAGES_PER_TASK = 32
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+_worker = threading.local()
+# A forked child inherits the pool objects but not their threads: tasks would wait forever.
+os.register_at_fork(after_in_child=_pools.clear)
+
+
+def _init_worker() -> None:
+    torch.ones(1 << 16).sum()  # torch's per-thread lazy init reads the global thread count now
+    torch.set_num_threads(1)  # this thread's OpenMP/MKL count (thread-local in the runtime)
+    _worker.active = True
+
+
+def block_pool() -> ThreadPoolExecutor | None:
+    """Workers for the calling thread's torch thread count, or None to run inline.
+
+    ``torch.set_num_threads(1)`` in each worker also changes torch's process-wide default
+    for threads created later, so the caller's count is put back once every worker is up.
+    """
+    n = torch.get_num_threads()
+    if not PARALLEL_BLOCKS or n < 2 or getattr(_worker, "active", False):
+        return None
+    with _pools_lock:
+        pool = _pools.get(n)
+        if pool is None:
+            pool = ThreadPoolExecutor(n, thread_name_prefix="maxsim", initializer=_init_worker)
+            ready = threading.Barrier(n + 1)
+            started = [pool.submit(ready.wait) for _ in range(n)]
+            ready.wait()
+            for future in started:
+                future.result()
+            torch.set_num_threads(n)
+            _pools[n] = pool
+    return pool
+
+
 def columns(positions: np.ndarray) -> slice | torch.Tensor:
     """A slice when the output columns are one ascending run (cheap assignment)."""
     if positions.size and positions[-1] - positions[0] + 1 == positions.size:
@@ -122,6 +233,10 @@ def maxsim_torch(
     if queries.dim != pages.dim:
         raise ValueError(f"query dim {queries.dim} != page dim {pages.dim}")
     dtype = compute_dtype(pages.torch_dtype, queries.tokens.dtype, precision)
+    if dtype == torch.float32 and device.type == "cpu" and amx.available():
+        plan = split_plan(pages.torch_dtype, queries.tokens, precision)
+        if plan is not None:
+            return maxsim_amx(queries, pages, page_ids, plan, out)
     chunks = [
         (chunk, chunk.queries.tokens.to(device=device, dtype=dtype).contiguous())
         for chunk in queries.split(MAX_QUERY_ROWS)
@@ -138,4 +253,34 @@ def maxsim_torch(
                 sims = rows @ tokens.T  # [query rows, block tokens]
                 page_max = segment_max(sims, block.lengths, block.uniform_length)
                 out[chunk.start : chunk.stop, cols] = sum_query_rows(page_max, chunk.queries)
+    return out
+
+
+def maxsim_amx(
+    queries: PackedQueries, pages: PackedPages, page_ids: np.ndarray, plan: SplitPlan, out: torch.Tensor
+) -> torch.Tensor:
+    """The fused AMX kernel over runs of pages, one run per worker task (see block_pool)."""
+    tokens = as_tensor(pages.tokens)
+    if tokens.stride(1) != 1:
+        tokens = tokens.contiguous()
+    lengths = pages.lengths[page_ids]
+    positions = np.flatnonzero(lengths > 0)  # empty pages keep their 0
+    starts = pages.offsets[page_ids[positions]]
+    lengths = lengths[positions]
+    q_tiles = amx.PackedQueryTiles(queries.tokens, plan.q_picks)
+
+    def run(part: slice) -> None:
+        page_max = amx.page_maxima(tokens, starts[part], lengths[part], q_tiles, plan.p_picks)
+        out[:, columns(positions[part])] = sum_query_rows(page_max.contiguous(), queries)
+
+    pool = block_pool()
+    workers = 1 if pool is None else torch.get_num_threads()
+    per_task = int(np.clip(-(-positions.size // (TASKS_PER_WORKER * workers)), 1, MAX_PAGES_PER_TASK))
+    parts = [slice(i, i + per_task) for i in range(0, positions.size, per_task)]
+    if pool is None or len(parts) == 1:
+        for part in parts:
+            run(part)
+    else:
+        for future in [pool.submit(run, part) for part in parts]:
+            future.result()
     return out

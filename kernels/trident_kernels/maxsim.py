@@ -80,10 +80,20 @@ def maxsim(
 
     ``queries``: list of ``[q_i, dim]`` arrays, or a padded ``[nq, qmax, dim]`` array with
     ``query_mask`` (True = real token). ``pages``: :class:`PackedPages` (numpy, memmap or
-    torch tokens) or a list of ``[n_i, dim]`` arrays. fp32/fp16/bf16 in, fp32 accumulation
-    always; ``precision="native"`` lets 16-bit pages use the hardware's 16-bit GEMM (each
-    dot product rounded to 16 bits before the max; faster on AMX CPUs and GPUs).
-    ``backend="auto"`` runs the fused Triton kernel for CUDA pages, blocked torch otherwise.
+    torch tokens) or a list of ``[n_i, dim]`` arrays. fp32/fp16/bf16 in; ``precision``:
+
+    - ``"exact"``: every product exact in fp32 (as an fp32 GEMM computes it), fp32
+      accumulation and output; ~1e-6 from float64 on ColPali-sized scores.
+    - ``"fp32"`` (default): fp32 accumulation and output; products exact for 16-bit
+      inputs, and for fp32 inputs on AMX CPUs within 2^-15 relative (bf16 hi/lo split,
+      :class:`trident_kernels.cpu.SplitPlan`): score error <= 2^-15 sum_t |q_t| max_j
+      |p_j| plus fp32 rounding, ~1e-5 on 32-token unit-vector queries. Elsewhere the
+      same as ``"exact"``.
+    - ``"native"``: 16-bit pages use the hardware's 16-bit GEMM (each dot product
+      rounded to 16 bits before the max; faster on GPUs).
+
+    ``backend="auto"`` runs the fused Triton kernel for CUDA pages; on the CPU the fused
+    AMX kernel where it runs (:mod:`trident_kernels.amx`), blocked torch otherwise.
     """
     packed_pages = as_packed(pages)
     packed_queries = pack_queries(queries, query_mask)

@@ -142,6 +142,7 @@ def maxsim_triton(
     cores with fp32 accumulation; fp32 queries against 16-bit pages are rounded to the
     pages' dtype only under "native", otherwise the page tiles are upcast (exact, slower).
     """
+    precision = "fp32" if precision == "exact" else precision  # IEEE fp32 dots are exact products
     tokens = as_tensor(pages.tokens)
     device = tokens.device
     if tokens.stride(1) != 1:
