@@ -198,8 +198,8 @@ def test_ray_eval_equals_single_process(annotated, tmp_path: Path) -> None:
         (["eval", "qa"], 10, "2"),
         (["eval", "retrieval", "--rerank", "annotated"], 6, "1"),
     ):
-        one = run(cmd, "one")
-        distributed = run(cmd, "ray", "--ray", "auto", "--workers", workers)
+        one = run(cmd, f"{cmd[1]}_one")  # a --run file per command: it holds one command's rows
+        distributed = run(cmd, f"{cmd[1]}_ray", "--ray", "auto", "--workers", workers)
         assert len(one[1]) == n and one[0]["n"] == n
         assert _same(distributed[:2], one[:2]), cmd  # the same rows, in the same order, and summary
         assert [r["qid"] for r in distributed[1]] == sorted(r["qid"] for r in distributed[1])

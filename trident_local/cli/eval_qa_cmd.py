@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import typer
@@ -17,6 +18,7 @@ from trident_local.cli.common import (
     write_json,
 )
 from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, RAY, WORKERS, DatasetAdapter
+from trident_local.cli.eval_run_file import FRESH, base_settings, open_run, report_reused, run_option
 from trident_local.models.runtime import runtime_report
 
 
@@ -32,7 +34,8 @@ def qa(
     profile: str = typer.Option(None, help="Chat/VLM profile (default: the index's; 'none' = extractive)."),
     limit: int = typer.Option(None, help="Only the first N questions (quick checks)."),
     json_out: str = json_option("the summary"),
-    run_out: Path = typer.Option(None, "--run", help="Write per-question predictions and scores as JSONL."),
+    run_out: Path = run_option("per-question predictions and scores"),
+    fresh: bool = FRESH,
     split_file: Path = typer.Option(None, help="Document split JSON (benchmarks/make_doc_split.py)."),
     split: str = typer.Option("test", help="Which split of --split-file to run (calib | test)."),
     verify: bool = typer.Option(
@@ -45,11 +48,14 @@ def qa(
 
     With --ray the questions run in shards on Ray actors that read the index (each with its own
     models); the rows, the --run file and the summary are those of a run without it.
+
+    With --run FILE an interrupted run is resumed by the same command: the questions already in
+    FILE are not answered again, and the summary is that of one uninterrupted run.
     """
-    from trident_local.evaluate.qa_run import run_qa
+    from trident_local.evaluate.qa_run import QARow, run_qa
+    from trident_local.evaluate.run_file import file_sha256
     from trident_local.generate.ask import AskOptions
     from trident_local.index import Index
-    from trident_local.store.atomic import atomic_write_text
 
     idx = Index.open(index_dir)
     options = AskOptions(pool=pool, rerank=rerank, fields=fields, answer=answer, verify=verify)
@@ -64,11 +70,33 @@ def qa(
         idx.models.use_profile("chat", profile)
     chat_name = idx.models.profile_name("chat")
     has_chat = idx.models.has("chat")  # built where the questions run (here, or on the Ray workers)
-    with Progress(console=err_console, transient=True) as progress:
-        task = progress.add_task("qa", total=len(records))
+    settings = {
+        **base_settings("eval qa", idx, dataset, adapter.value),
+        "pool": pool,
+        "rerank": rerank,
+        "fields": fields,
+        "answer": answer,
+        "verify": verify,
+        "limit": limit,
+        "split_file": str(split_file.resolve()) if split_file is not None else None,
+        "split_file_sha256": file_sha256(split_file) if split_file is not None else None,
+        "split": split if split_file is not None else None,
+    }
+    run = open_run(run_out, settings, QARow, fresh=fresh)
+    with run or nullcontext(), Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task("qa", total=len(records), completed=report_reused(run, records))
         report = run_qa(
-            idx, records, options, on_step=lambda: progress.advance(task), ray=ray, workers=workers
+            idx,
+            records,
+            options,
+            done=run.rows if run else None,
+            on_rows=run.append if run else None,
+            on_step=lambda: progress.advance(task),
+            ray=ray,
+            workers=workers,
         )
+        if run:
+            run.finish(report.rows)
     s = report.summary
     table = Table(
         title=f"QA on {dataset.name}: {s['n']} questions ({pool}, rerank {rerank}, answer "
@@ -104,6 +132,7 @@ def qa(
             "split": f"{split_file}:{split}" if split_file is not None else "all",
             "profile": chat_name,
             **s,
+            "resumed": report.resumed,
             "skipped_bad_pages": len(rep.bad_pages),
             "skipped_missing_docs": sum(rep.missing_docs.values()),
             "runtime": runtime_report()
@@ -111,12 +140,6 @@ def qa(
             else {**runtime_report(), "workers": report.workers_runtime},
         },
     )
-    if run_out:
-        import json
-
-        atomic_write_text(
-            run_out, "".join(json.dumps(r.__dict__, ensure_ascii=False) + "\n" for r in report.rows)
-        )
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import typer
@@ -17,6 +18,7 @@ from trident_local.cli.common import (
     write_json,
 )
 from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, RAY, WORKERS, DatasetAdapter
+from trident_local.cli.eval_run_file import FRESH, base_settings, open_run, report_reused, run_option
 
 
 @cli_command
@@ -40,7 +42,8 @@ def retrieval(
     ),
     limit: int = typer.Option(None, help="Only the first N answerable questions (quick checks)."),
     json_out: str = json_option("the summary"),
-    run_out: Path = typer.Option(None, "--run", help="Write per-question rankings as JSONL."),
+    run_out: Path = run_option("per-question rankings"),
+    fresh: bool = FRESH,
     ray: str = RAY,
     workers: int = WORKERS,
 ) -> None:
@@ -48,17 +51,25 @@ def retrieval(
 
     With --ray the questions run in shards on Ray actors that read the index (each with its own
     models); the rows, the --run file and the summary are those of a run without it.
+
+    With --run FILE an interrupted run is resumed by the same command: the questions already in
+    FILE are not run again, and the summary is that of one uninterrupted run.
     """
-    from trident_local.evaluate.retrieval_run import annotated_reranker, run_retrieval, run_retrieval_on_ray
+    from trident_local.evaluate.retrieval_run import (
+        RunRow,
+        annotated_reranker,
+        answerable,
+        run_retrieval,
+        run_retrieval_on_ray,
+    )
     from trident_local.index import Index
-    from trident_local.store.atomic import atomic_write_text
 
     idx = Index.open(index_dir)
     rep = load_benchmark(idx.store, dataset, adapter.value)
-    records = [r for r in rep.records if r.answerable and r.evidence_pages]
+    records = answerable(rep.records)
     if limit:
         records = records[:limit]
-    reranker, fallbacks = None, []
+    reranker = None
     if rerank not in ("none", "annotated"):
         err_console.print(f"[red]error:[/red] --rerank must be none or annotated, not {rerank!r}")
         raise typer.Exit(2)
@@ -71,12 +82,23 @@ def retrieval(
             err_console.print(f"[red]error:[/red] --fields must be one of {', '.join(FIELD_SETS)}")
             raise typer.Exit(2)
         if not ray:
-            reranker = annotated_reranker(idx, fields=fields, k=k, fallbacks=fallbacks)
+            reranker = annotated_reranker(idx, fields=fields, k=k)
+    settings = {
+        **base_settings("eval retrieval", idx, dataset, adapter.value),
+        "pool": pool,
+        "k": k,
+        "pool_depth": pool_depth,
+        "rerank": rerank,
+        "fields": fields if rerank == "annotated" else None,
+        "limit": limit,
+    }
+    run = open_run(run_out, settings, RunRow, fresh=fresh)
+    resume = {"done": run.rows if run else None, "on_rows": run.append if run else None}
 
-    with Progress(console=err_console, transient=True) as progress:
-        task = progress.add_task(f"{pool}", total=len(records))
+    with run or nullcontext(), Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task(f"{pool}", total=len(records), completed=report_reused(run, records))
         if ray:
-            report, fallbacks = run_retrieval_on_ray(
+            report = run_retrieval_on_ray(
                 idx,
                 records,
                 pool=pool,
@@ -86,6 +108,7 @@ def retrieval(
                 address=ray,
                 workers=workers,
                 on_step=lambda: progress.advance(task),
+                **resume,
             )
         else:
             report = run_retrieval(
@@ -96,7 +119,10 @@ def retrieval(
                 pool_depth=pool_depth,
                 rerank=reranker,
                 on_step=lambda: progress.advance(task),
+                **resume,
             )
+        if run:
+            run.finish(report.rows)
     s = report.summary
     title = f"{pool}" + (f" + annotated rerank ({fields})" if rerank == "annotated" else "")
     table = Table(title=f"{title} on {dataset.name}: {s['n']} answerable questions")
@@ -106,7 +132,7 @@ def retrieval(
     human_console(json_out).print(table)
     extra = {"rerank": rerank}
     if rerank == "annotated":
-        extra.update(fields=fields, rerank_fallbacks=int(sum(fallbacks)))
+        extra.update(fields=fields, rerank_fallbacks=report.fallbacks)
     write_json(
         json_out,
         {
@@ -115,14 +141,11 @@ def retrieval(
             "dataset": str(dataset),
             **s,
             **extra,
+            "resumed": report.resumed,
             "skipped_bad_pages": len(rep.bad_pages),
             "skipped_missing_docs": sum(rep.missing_docs.values()),
         },
     )
-    if run_out:
-        import json
-
-        atomic_write_text(run_out, "".join(json.dumps(r.__dict__) + "\n" for r in report.rows))
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ the prediction, so a saved run can be re-scored with :mod:`qa_scoring`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,7 @@ from trident_local.evaluate.abstention import unanswerable_metrics
 from trident_local.evaluate.mmlongbench import QARecord
 from trident_local.evaluate.qa_extract import PROTOCOL_AS_IS, PROTOCOL_MODEL, extract
 from trident_local.evaluate.qa_scoring import ScoredSample, accuracy, breakdown, f1, score_answer
+from trident_local.evaluate.run_file import in_order, pending
 from trident_local.index import Index
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class QAReport:
     rows: list[QARow]
     summary: dict[str, Any]
     workers_runtime: list[dict[str, Any]] = field(default_factory=list)  # each Ray actor's runtime_report
+    resumed: int = 0  # rows reused from an earlier, interrupted run
 
 
 def summarize(rows: Sequence[QARow], protocol: str = PROTOCOL_AS_IS) -> dict[str, Any]:
@@ -74,6 +76,8 @@ def run_qa(
     records: Sequence[QARecord],
     options: AskOptions | None = None,
     *,
+    done: Mapping[int, QARow] | None = None,
+    on_rows: Callable[[list[QARow]], None] | None = None,
     on_step: Callable[[], None] | None = None,
     ray: str | None = None,
     workers: int = 2,
@@ -83,25 +87,31 @@ def run_qa(
     The models are the index runtime's (``index.models``). ``ray``: a Ray address (or "local") to
     answer the questions in shards on Ray actors (``workers``), each with its own models; the
     rows come back in the order of ``records`` and are the same as this process would give.
+    ``done``: rows of an interrupted run, by qid, reused instead of answered again; ``on_rows``:
+    called with new rows as soon as they are finished (each row here, each shard on Ray).
     """
+    done = done or {}
+    todo = pending(records, done)
     workers_runtime: list[dict[str, Any]] = []
     if ray is None:
-        rows = qa_rows(index, records, options, on_step=on_step)
+        new = qa_rows(index, todo, options, on_rows=on_rows, on_step=on_step)
     else:
         from trident_local.scale.ray_eval import run_sharded
 
         chat_profile = index.models.profile("chat")
-        rows, workers_runtime = run_sharded(
+        new, workers_runtime = run_sharded(
             index,
-            records,
+            todo,
             partial(_qa_worker, options=options, chat_profile=chat_profile),
             chat_profile=chat_profile,
             address=ray,
             workers=workers,
             on_step=on_step,
+            on_shard=on_rows,
         )
+    rows = in_order(records, done, new)
     protocol = PROTOCOL_MODEL if index.models.has("chat") else PROTOCOL_AS_IS
-    return QAReport(rows, summarize(rows, protocol), workers_runtime)
+    return QAReport(rows, summarize(rows, protocol), workers_runtime, len(records) - len(todo))
 
 
 def qa_rows(
@@ -109,9 +119,10 @@ def qa_rows(
     records: Sequence[QARecord],
     options: AskOptions | None = None,
     *,
+    on_rows: Callable[[list[QARow]], None] | None = None,
     on_step: Callable[[], None] | None = None,
 ) -> list[QARow]:
-    """The scored row of each record, in order."""
+    """The scored row of each record, in order; ``on_rows`` gets each one as it is finished."""
     from trident_local.generate.ask import ask
 
     chat = index.models.chat
@@ -119,27 +130,28 @@ def qa_rows(
     for r in records:
         res = ask(index, r.question, options, doc=r.doc_id)
         ex = extract(chat, r.question, res.answer.text)
-        rows.append(
-            QARow(
-                r.qid,
-                r.doc_name,
-                r.question,
-                r.answer,
-                r.answer_format,
-                r.evidence_sources,
-                res.answer.text,
-                ex.answer,
-                ex.source,
-                score_answer(r.answer, ex.answer, r.answer_format),
-                [c.page for c in res.answer.citations],
-                r.evidence_pages,
-                res.answer.mode,
-                res.rerank,
-                res.answer.confidence,
-                res.answer.candidate,
-                (res.answer.verification or {}).get("status", ""),
-            )
+        row = QARow(
+            r.qid,
+            r.doc_name,
+            r.question,
+            r.answer,
+            r.answer_format,
+            r.evidence_sources,
+            res.answer.text,
+            ex.answer,
+            ex.source,
+            score_answer(r.answer, ex.answer, r.answer_format),
+            [c.page for c in res.answer.citations],
+            r.evidence_pages,
+            res.answer.mode,
+            res.rerank,
+            res.answer.confidence,
+            res.answer.candidate,
+            (res.answer.verification or {}).get("status", ""),
         )
+        rows.append(row)
+        if on_rows:
+            on_rows([row])
         if on_step:
             on_step()
     return rows

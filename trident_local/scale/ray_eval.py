@@ -4,7 +4,8 @@
       Ray actors (``--workers`` on CPUs, or one per GPU for a local GPU chat model): each opens
       the index (it only reads it) with its own `Models`, loaded once, and runs the same
       per-question code as the single-process run on each shard it is given
-    driver: the rows gathered in the original question order, the same summary computed over them
+    driver: each shard's rows handed on as it comes back (a resumable run file appends them),
+      then all of them gathered in the original question order, the same summary computed over them
 
 ``make_worker(index)`` (a picklable module-level function, or a ``functools.partial`` of one)
 returns the function an actor applies to a shard: ``records -> per-question results``.
@@ -32,11 +33,12 @@ class _ShardWorker:
 
         self.work = make_worker(Index.open(root))
 
-    def run(self, records: list) -> tuple[list, str]:
+    def run(self, i: int, records: list) -> tuple[int, list, str]:
+        """(the shard's number, its results, an error message or "")."""
         try:
-            return self.work(records), ""
+            return i, self.work(records), ""
         except TridentError as e:  # a configuration problem (a missing model): the driver stops
-            return [], str(e)
+            return i, [], str(e)
 
     def runtime(self) -> dict[str, Any]:
         from trident_local.models.runtime import runtime_report
@@ -59,10 +61,13 @@ def run_sharded(
     address: str = "local",
     workers: int = 2,
     on_step: Callable[[], None] | None = None,
+    on_shard: Callable[[list], None] | None = None,
 ) -> tuple[list, list[dict[str, Any]]]:
     """(the per-record results of all shards in record order, each actor's runtime report).
 
     ``chat_profile``: the chat model the workers build; a local GPU model gives each actor its GPUs.
+    ``on_shard``: called with each shard's results as soon as it comes back, in any order, so
+    what is finished is kept even if a later shard fails.
     """
     from trident_local.scale.ray_runtime import actor_count, actor_gpus, connect, import_ray
 
@@ -79,19 +84,21 @@ def run_sharded(
         root = str(index.store.root.resolve())
         actors = [Worker.remote(root, make_worker) for _ in range(min(n_actors, len(parts)))]
         pool = ray.util.ActorPool(actors)
-        out: list = []
+        done: list[list] = [[] for _ in parts]
         try:
-            for part, (rows, error) in zip(parts, pool.map(lambda a, p: a.run.remote(p), parts), strict=True):
+            for i, rows, error in pool.map_unordered(lambda a, job: a.run.remote(*job), list(enumerate(parts))):
                 if error:
                     raise TridentError(error)
-                out.extend(rows)
-                for _ in part:
+                done[i] = rows
+                if on_shard:
+                    on_shard(rows)
+                for _ in parts[i]:
                     if on_step:
                         on_step()
         except ray.exceptions.RayActorError as e:
             raise TridentError(f"a Ray worker died while answering questions: {e}") from None
         reports = ray.get([a.runtime.remote() for a in actors])
-        return out, reports
+        return [x for rows in done for x in rows], reports
     finally:
         if started:
             ray.shutdown()
