@@ -1,4 +1,5 @@
-"""The colpali pool end to end on a tiny random ColQwen2 (plumbing, not quality)."""
+"""The colpali pool end to end on a tiny random ColQwen2 (plumbing, not quality), and its
+build from per-document files on synthetic tokens (no model)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tiny_models import make_tiny_colqwen2, shared_dir
 from trident_local.config import Config
 from trident_local.errors import TridentError
 from trident_local.index import Index
+from trident_local.retrieve import colpali
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +63,99 @@ def test_missing_profile_is_a_clear_error(tmp_path: Path) -> None:
     idx = Index.create(tmp_path / "idx", Config(pools=["colpali"]))
     with pytest.raises(TridentError, match="multivector profile"):
         idx.add([text_pdf(tmp_path / "x.pdf", ["hello"])], workers=1)
+
+
+def test_built_pool_holds_the_documents_packed_in_order(index: Index) -> None:
+    pool = index.pool("colpali")
+    folder = pool.folder()
+    assert folder is not None and not pool.is_stale()
+    want = reference_pages({d: stored(index, d) for d in pool.documents()})
+    tokens, offsets = np.load(folder / "pages" / "tokens.npy"), np.load(folder / "pages" / "offsets.npy")
+    np.testing.assert_array_equal(tokens, want[0])
+    np.testing.assert_array_equal(offsets, want[1])
+    assert tokens.dtype == np.float16 and len(pool.read(folder).rows) == len(offsets) - 1
+
+
+def stored(index: Index, doc_id: str) -> tuple[np.ndarray, np.ndarray]:
+    d = index.store.doc_dir(doc_id)
+    return np.load(d / "colpali_tokens.npy"), np.load(d / "colpali_offsets.npy")
+
+
+def reference_pages(docs: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, list]:
+    """What ``compute`` built before it streamed: every document concatenated in RAM."""
+    tokens = np.concatenate([t for t, _ in docs.values()])
+    offsets = np.concatenate([[0], np.cumsum(np.concatenate([np.diff(o) for _, o in docs.values()]))])
+    rows = [(d, p) for d, (_, o) in docs.items() for p in range(1, len(o))]
+    return tokens, offsets, rows
+
+
+@pytest.fixture
+def synthetic(tmp_path: Path) -> tuple[Index, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """An index whose documents have only stored colpali tokens: 6 documents of 1-12 pages,
+    some pages without tokens, unit-norm float16 rows of dim 16."""
+    idx = Index.create(tmp_path / "idx", Config(pools=["colpali"]))
+    rng = np.random.default_rng(0)
+    docs = {}
+    for i in range(6):
+        offsets = np.r_[0, np.cumsum(rng.integers(0, 30, size=rng.integers(1, 13)))].astype(np.int64)
+        tokens = rng.standard_normal((offsets[-1], 16))
+        tokens = (tokens / np.linalg.norm(tokens, axis=1, keepdims=True)).astype(np.float16)
+        d = idx.store.doc_dir(f"doc{i}")
+        d.mkdir(parents=True)
+        np.save(d / "colpali_tokens.npy", tokens)
+        np.save(d / "colpali_offsets.npy", offsets)
+        docs[f"doc{i}"] = (tokens, offsets)
+    return idx, docs
+
+
+def test_compute_streams_documents_into_the_pages_file(synthetic, tmp_path: Path, monkeypatch) -> None:
+    from trident_kernels import PackedPages
+    from trident_kernels.ann import ARRAYS, TokenIVF
+
+    idx, docs = synthetic
+    want_tokens, want_offsets, want_rows = reference_pages(docs)
+    monkeypatch.setattr(colpali, "IVF_MIN_PAGES", 1)
+    joined = []
+    real = np.concatenate
+
+    def spy(arrays, *args, **kwargs):
+        arrays = list(arrays)
+        joined.extend(np.ndim(a) for a in arrays)
+        return real(arrays, *args, **kwargs)
+
+    pool = idx.pool("colpali")
+    ids = list(docs)
+    with monkeypatch.context() as m:
+        m.setattr(np, "concatenate", spy)
+        in_memory = pool.compute(ids)
+        on_disk = pool.compute_into(ids, tmp_path / "built")
+    assert 2 not in joined  # token matrices are never concatenated (page lengths may be)
+    want_ivf = TokenIVF.build(PackedPages(want_tokens, want_offsets))
+    for s in (in_memory, on_disk):
+        np.testing.assert_array_equal(np.asarray(s.pages.tokens), want_tokens)
+        np.testing.assert_array_equal(s.pages.offsets, want_offsets)
+        assert s.pages.tokens.dtype == np.float16 and s.rows == want_rows
+        for name in ARRAYS:  # same sample, same seed: the IVF of the concatenation
+            np.testing.assert_array_equal(getattr(s.ivf, name), getattr(want_ivf, name), err_msg=name)
+    assert isinstance(on_disk.pages.tokens, np.memmap) and on_disk.pages_dir == tmp_path / "built" / "pages"
+    assert in_memory.pages_dir is None and not isinstance(in_memory.pages.tokens, np.memmap)
+
+
+def test_save_keeps_pages_written_in_place_and_read_round_trips(synthetic, tmp_path: Path, monkeypatch) -> None:
+    idx, docs = synthetic
+    monkeypatch.setattr(colpali, "IVF_MIN_PAGES", 1)
+    pool = idx.pool("colpali")
+    folder = tmp_path / "built"
+    s = pool.compute_into(list(docs), folder)
+    tokens_file = folder / "pages" / "tokens.npy"
+    before = tokens_file.stat().st_mtime_ns, tokens_file.stat().st_ino
+    info = pool.save(s, folder)
+    assert (tokens_file.stat().st_mtime_ns, tokens_file.stat().st_ino) == before  # not written twice
+    assert info["ivf"] and info["tokens"] == int(s.pages.offsets[-1])
+    back = pool.read(folder)
+    np.testing.assert_array_equal(np.asarray(back.pages.tokens), np.asarray(s.pages.tokens))
+    assert back.rows == s.rows and back.ivf.n_pages == len(s.rows)
+    np.testing.assert_array_equal(back.ivf.codes, s.ivf.codes)
+    elsewhere = tmp_path / "copy"
+    pool.save(pool.compute(list(docs)), elsewhere)  # an in-memory structure writes its pages
+    np.testing.assert_array_equal(np.load(elsewhere / "pages" / "tokens.npy"), np.asarray(s.pages.tokens))

@@ -246,3 +246,27 @@ def test_ray_flags_without_ray_give_a_clear_error(monkeypatch, tmp_path: Path) -
         run_retrieval_on_ray(idx, [], pool="bm25", address="local")
     res = CliRunner().invoke(app, ["annotate", "--index", str(tmp_path / "ix"), "--ray", "local"])
     assert res.exit_code != 0 and "trident-local[ray]" in res.output
+
+
+def test_ray_map_assigns_shards_as_tasks(ray_local, tmp_path: Path) -> None:
+    """The --ray hook for per-shard work: Ray tasks give the IVF the in-process build gives."""
+    import functools
+
+    from trident_kernels import PackedPages
+    from trident_kernels.ann import ARRAYS, TokenIVF
+    from trident_kernels.ann_shards import build_from_shards
+    from trident_local.scale.ray_runtime import ray_map
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 20, size=40)
+    pages = PackedPages(rng.standard_normal((int(lengths.sum()), 8)).astype(np.float16), np.r_[0, np.cumsum(lengths)])
+    centroids = rng.standard_normal((16, 8)).astype(np.float32)
+    shards = []
+    for i, (a, b) in enumerate([(0, 7), (7, 7), (7, 30), (30, 40)]):
+        pages.view(a, b).save(tmp_path / str(i))
+        shards.append(functools.partial(PackedPages.load, tmp_path / str(i)))
+    got = build_from_shards(shards, centroids=centroids, map_fn=ray_map(ray_local, in_flight=2))
+    want = TokenIVF.build(pages, centroids=centroids)
+    for name in ARRAYS:
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    assert list(ray_map(ray_local)(abs, [-3, 1, -2])) == [3, 1, 2]

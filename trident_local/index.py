@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trident_local.config import Config, IndexOptions
 from trident_local.docs.model import Document
@@ -27,6 +28,9 @@ from trident_local.retrieve.stored import complete_stages
 from trident_local.store.index_store import IndexStore
 from trident_local.store.manifest import DocEntry
 from trident_local.store.stages import Stage, StageRunner, guarded
+
+if TYPE_CHECKING:
+    from trident_kernels.ann_shards import MapFn
 
 log = logging.getLogger(__name__)
 
@@ -207,14 +211,16 @@ class Index:
         return FileResult(str(path), "resumed" if resumed else "indexed", doc_id, doc.n_pages,
                           time.perf_counter() - t1)
 
-    def build_pools(self) -> list[str]:
-        """Rebuild the global structures of stale pools under the writer lock; returns the names rebuilt."""
+    def build_pools(self, *, map_fn: MapFn = map) -> list[str]:
+        """Rebuild the global structures of stale pools under the writer lock; returns the names rebuilt.
+
+        ``map_fn`` (like ``map``) runs the pools' independent per-shard work, e.g. as Ray tasks."""
         rebuilt = []
         with self.store.writer_lock():
             for name in self.config.pools:
                 pool = self.pool(name)
                 if pool.is_stale():
-                    pool.build()
+                    pool.build(map_fn=map_fn)
                     rebuilt.append(name)
         return rebuilt
 

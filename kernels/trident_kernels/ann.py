@@ -60,6 +60,38 @@ def sample_rows(tokens: Array, n: int, rng: np.random.Generator) -> np.ndarray:
     return as_tensor(tokens)[torch.from_numpy(idx)].float().numpy()
 
 
+def sample_size(total_tokens: int, n_centroids: int, sample_tokens: int | None = None) -> int:
+    """Training points for k-means: ``sample_tokens``, else enough per centroid (at least 100k)."""
+    return sample_tokens or min(total_tokens, max(SAMPLE_PER_CENTROID * n_centroids, 100_000))
+
+
+def train_centroids(
+    sample: np.ndarray,
+    n_centroids: int,
+    *,
+    niter: int = 10,
+    spherical: bool | None = None,
+    seed: int = 0,
+    verbose: bool = False,
+) -> np.ndarray:
+    """faiss k-means on ``sample`` -> ``[k, dim]`` float32 centroids (``k <= len(sample)``).
+
+    ``spherical=None`` detects unit-norm tokens (ColPali's) and then trains unit-norm
+    centroids, so the assignment and query probing both rank by inner product.
+    """
+    k = min(n_centroids, sample.shape[0])
+    dim = sample.shape[1]
+    if spherical is None:
+        spherical = bool(np.allclose(np.linalg.norm(sample[:1000], axis=1), 1.0, atol=1e-2))
+    # faiss.Kmeans reads centroids back through a std::vector<float> SWIG proxy, which breaks
+    # when PyMuPDF (another SWIG module) was imported first; the flat index holds them too.
+    clus = faiss.Clustering(dim, k)
+    clus.niter, clus.seed, clus.spherical, clus.verbose = niter, seed, spherical, verbose
+    quantizer = faiss.IndexFlatIP(dim) if spherical else faiss.IndexFlatL2(dim)
+    clus.train(np.ascontiguousarray(sample, dtype=np.float32), quantizer)
+    return np.ascontiguousarray(quantizer.reconstruct_n(0, quantizer.ntotal), dtype=np.float32)
+
+
 def assign_tokens(tokens: Array, centroids: torch.Tensor, tile_elements: int = 1 << 23) -> np.ndarray:
     """Nearest centroid (L2) of every token, in blocks: ``argmax(x.c - |c|^2 / 2)``.
 
@@ -124,6 +156,7 @@ class TokenIVF:
         cls,
         pages: PackedPages | Sequence[Array],
         *,
+        centroids: np.ndarray | None = None,
         n_centroids: int | None = None,
         sample_tokens: int | None = None,
         niter: int = 10,
@@ -135,28 +168,18 @@ class TokenIVF:
     ) -> TokenIVF:
         """Train k-means on a token sample, assign every token, build both CSR maps.
 
-        ``spherical=None`` detects unit-norm tokens (ColPali's) and then trains unit-norm
-        centroids, so the assignment and query probing both rank by inner product.
+        Given ``centroids``, skips training and only assigns. Pages larger than RAM, or
+        split in per-document files: :func:`trident_kernels.ann_shards.build_from_shards`.
         """
         packed = as_packed(pages)
         total = packed.total_tokens
         if total == 0:
             raise ValueError("cannot build an index over pages without tokens")
-        k = n_centroids or default_n_centroids(total)
-        rng = np.random.default_rng(seed)
-        sample = sample_rows(
-            packed.tokens, sample_tokens or min(total, max(SAMPLE_PER_CENTROID * k, 100_000)), rng
-        )
-        k = min(k, sample.shape[0])
-        if spherical is None:
-            spherical = bool(np.allclose(np.linalg.norm(sample[:1000], axis=1), 1.0, atol=1e-2))
-        # faiss.Kmeans reads centroids back through a std::vector<float> SWIG proxy, which breaks
-        # when PyMuPDF (another SWIG module) was imported first; the flat index holds them too.
-        clus = faiss.Clustering(packed.dim, k)
-        clus.niter, clus.seed, clus.spherical, clus.verbose = niter, seed, spherical, verbose
-        quantizer = faiss.IndexFlatIP(packed.dim) if spherical else faiss.IndexFlatL2(packed.dim)
-        clus.train(np.ascontiguousarray(sample, dtype=np.float32), quantizer)
-        centroids = np.ascontiguousarray(quantizer.reconstruct_n(0, quantizer.ntotal), dtype=np.float32)
+        if centroids is None:
+            k = n_centroids or default_n_centroids(total)
+            sample = sample_rows(packed.tokens, sample_size(total, k, sample_tokens), np.random.default_rng(seed))
+            centroids = train_centroids(sample, k, niter=niter, spherical=spherical, seed=seed, verbose=verbose)
+        k = int(centroids.shape[0])
         assignment = assign_tokens(packed.tokens, torch.from_numpy(centroids).to(packed.device))
         page_of = np.repeat(np.arange(packed.n_pages, dtype=np.int64), packed.lengths)
         list_offsets, list_pages = csr_from_pairs(

@@ -9,7 +9,7 @@ scored block by block without loading it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,3 +174,65 @@ def pack_pages(
 def as_packed(pages: PackedPages | Sequence[Array]) -> PackedPages:
     """Accept a :class:`PackedPages` or a list of per-page arrays."""
     return pages if isinstance(pages, PackedPages) else pack_pages(pages)
+
+
+Shard = PackedPages | tuple[Array, np.ndarray]
+ShardSource = Shard | Callable[[], Shard]
+
+
+def open_shard(source: ShardSource) -> PackedPages:
+    """One shard of a page set (e.g. one document's pages) as :class:`PackedPages`.
+
+    A source may be a zero-argument callable that opens the shard (say, memory-maps a
+    document's files): a long list of them holds no open maps, and pickles as its
+    arguments, so another process or a Ray task can open the shard where it runs.
+    """
+    shard = source() if callable(source) else source
+    return shard if isinstance(shard, PackedPages) else PackedPages(*shard)
+
+
+def pack_shards(
+    shards: Sequence[ShardSource],
+    *,
+    dim: int | None = None,
+    dtype: np.dtype | type | None = None,
+    directory: str | Path | None = None,
+) -> PackedPages:
+    """Shards (numpy tokens) packed into one page set, in order, one shard at a time.
+
+    Tokens are copied into a preallocated matrix: in RAM, or with ``directory`` straight
+    into the files :meth:`PackedPages.save` writes, returned memory-mapped. Either way peak
+    memory is the output plus one shard, so pages larger than RAM can be packed on disk.
+    ``dim`` and ``dtype`` default to the first shard's; ``dim`` is needed when there is none.
+    """
+    lengths: list[np.ndarray] = []
+    for source in shards:  # sizes first: opening a memory-mapped shard reads only its header
+        shard = open_shard(source)
+        lengths.append(shard.lengths)
+        dim = shard.dim if dim is None else dim
+        dtype = np.asarray(shard.tokens[:0]).dtype if dtype is None else dtype
+    if dim is None:
+        raise ValueError("pack_shards([]) needs dim")
+    offsets = np.zeros(sum(x.size for x in lengths) + 1, dtype=np.int64)
+    if lengths:  # page lengths are small; the tokens are never concatenated
+        np.cumsum(np.concatenate(lengths), out=offsets[1:])
+    shape, dtype = (int(offsets[-1]), dim), np.dtype(dtype or np.float32)
+    if directory is None:
+        tokens = np.empty(shape, dtype)
+    else:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        tokens = np.lib.format.open_memmap(directory / TOKENS_FILE, mode="w+", dtype=dtype, shape=shape)
+    row = 0
+    for source in shards:
+        shard = open_shard(source)
+        tokens[row : row + shard.total_tokens] = np.asarray(shard.tokens)
+        row += shard.total_tokens
+    if row != shape[0]:
+        raise ValueError("a shard changed size while it was being packed")
+    if directory is None:
+        return PackedPages(tokens, offsets)
+    tokens.flush()
+    del tokens
+    np.save(directory / OFFSETS_FILE, offsets)
+    return PackedPages.load(directory, mmap=True)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from trident_local.errors import TridentError
 
 if TYPE_CHECKING:
+    from trident_kernels.ann_shards import MapFn
     from trident_local.docs.model import Document
     from trident_local.models.runtime import Models
     from trident_local.query import Query
@@ -35,7 +36,8 @@ class Pool(Protocol):
 
     ``prepare(doc)`` computes per-document features into the index (idempotent,
     resumable per document); ``build()`` (re)builds the global structure from the
-    prepared documents (the index writer only); ``load()`` reads it; ``retrieve``
+    prepared documents (the index writer only; ``map_fn`` may run its per-shard work in
+    parallel, e.g. as Ray tasks); ``load()`` reads it; ``retrieve``
     returns the top-k pages of the given documents (all when ``doc_ids`` is None),
     best first, and never writes the index. A pool is constructed as
     ``Pool(store, models)`` and takes the models it needs from the runtime.
@@ -46,7 +48,7 @@ class Pool(Protocol):
 
     def prepare(self, doc: Document) -> None: ...
 
-    def build(self) -> None: ...
+    def build(self, *, map_fn: MapFn = map) -> None: ...
 
     def is_stale(self) -> bool: ...
 

@@ -3,17 +3,21 @@
 Per document, ``prepare`` renders every page, embeds the images with the
 multivector profile (ColQwen2 / ColQwen2.5 / ColPali) and stores them PACKED as
 float16 (``colpali_tokens.npy`` + ``colpali_offsets.npy``): resumable per
-document. ``build`` concatenates them into one memory-mapped packed matrix and,
-for indexes above ``IVF_MIN_PAGES`` pages, a token IVF (kernels.ann.TokenIVF) for
-candidate generation. Questions about one document are always scored exactly.
+document. ``build`` streams them, one document at a time, into one memory-mapped
+packed matrix written straight into the pool's folder and, for indexes above
+``IVF_MIN_PAGES`` pages, builds a token IVF (kernels.ann.TokenIVF) for candidate
+generation from the per-document files as shards (kernels.ann_shards): peak memory is
+one document plus the IVF's codes, whatever the index size. Questions about one
+document are always scored exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -26,8 +30,20 @@ from trident_local.retrieve.stored import StoredPool, rows_by_doc
 from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.store.index_store import IndexStore
 
+if TYPE_CHECKING:
+    from trident_kernels import PackedPages
+    from trident_kernels.ann_shards import MapFn
+
 IVF_MIN_PAGES = 20_000  # below this, exact MaxSim over every page is fast enough on one core
 EMBED_BATCH = 4
+PAGES_DIR = "pages"
+
+
+def doc_shard(tokens_path: Path, offsets: np.ndarray) -> PackedPages:
+    """One document's stored pages, memory-mapped: a shard of the pool (picklable as a partial)."""
+    from trident_kernels import PackedPages
+
+    return PackedPages(np.load(tokens_path, mmap_mode="r"), offsets)
 
 
 @dataclass
@@ -35,6 +51,7 @@ class ColPaliStructure:
     pages: Any  # trident_kernels.PackedPages
     rows: list[tuple[str, int]]
     ivf: Any = None  # trident_kernels.ann.TokenIVF above IVF_MIN_PAGES pages
+    pages_dir: Path | None = None  # set by compute_into: pages already written there, save skips them
     doc_rows: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -81,30 +98,42 @@ class ColPaliPool(StoredPool[ColPaliStructure]):
     def config_parts(self) -> tuple[str, ...]:
         return (self.store.config.multivector,)
 
-    def compute(self, doc_ids: list[str]) -> ColPaliStructure:
-        from trident_kernels import PackedPages
-
-        tokens, offsets, rows = [], [np.zeros(1, np.int64)], []
-        total = 0
+    def shards(self, doc_ids: list[str]) -> tuple[list[Callable[[], PackedPages]], list[tuple[str, int]]]:
+        """Per document, a callable that maps its pages (cheap to hold and to send to a Ray task),
+        and the (doc_id, page) rows of all pages in order."""
+        shards, rows = [], []
         for d in doc_ids:
             tp, op = self._files(d)
-            t, o = np.load(tp, mmap_mode="r"), np.load(op)
-            tokens.append(np.asarray(t))
-            offsets.append(o[1:] + total)
-            total += int(o[-1])
-            rows.extend((d, p) for p in range(1, len(o)))
-        dim = tokens[0].shape[1] if tokens else self.embedder.dim
-        packed = PackedPages(np.concatenate(tokens) if tokens else np.zeros((0, dim), np.float16),
-                             np.concatenate(offsets))
+            offsets = np.load(op)
+            shards.append(functools.partial(doc_shard, tp, offsets))
+            rows.extend((d, p) for p in range(1, len(offsets)))
+        return shards, rows
+
+    def compute(self, doc_ids: list[str]) -> ColPaliStructure:
+        """In memory (a stale index's read-only fallback): the pages packed in RAM."""
+        return self._compute(doc_ids, None, map)
+
+    def compute_into(self, doc_ids: list[str], folder: Path, *, map_fn: MapFn = map) -> ColPaliStructure:
+        """The pages packed straight into ``folder/pages`` (never all in RAM); ``map_fn`` runs the
+        IVF's per-document token assignment."""
+        return self._compute(doc_ids, folder / PAGES_DIR, map_fn)
+
+    def _compute(self, doc_ids: list[str], pages_dir: Path | None, map_fn: MapFn) -> ColPaliStructure:
+        from trident_kernels.packed import pack_shards
+
+        shards, rows = self.shards(doc_ids)
+        pages = pack_shards(shards, dim=None if shards else self.embedder.dim, dtype=np.float16,
+                            directory=pages_dir)
         ivf = None
         if len(rows) >= IVF_MIN_PAGES:
-            from trident_kernels.ann import TokenIVF
+            from trident_kernels.ann_shards import build_from_shards
 
-            ivf = TokenIVF.build(packed)
-        return ColPaliStructure(packed, rows, ivf)
+            ivf = build_from_shards(shards, pages=pages, map_fn=map_fn)
+        return ColPaliStructure(pages, rows, ivf, pages_dir)
 
     def save(self, s: ColPaliStructure, folder: Path) -> dict[str, Any]:
-        s.pages.save(folder / "pages")
+        if s.pages_dir != folder / PAGES_DIR:
+            s.pages.save(folder / PAGES_DIR)
         if s.ivf is not None:
             s.ivf.save(folder / "ivf")
         atomic_write_json(folder / "rows.json", s.rows)
@@ -114,7 +143,7 @@ class ColPaliPool(StoredPool[ColPaliStructure]):
     def read(self, folder: Path) -> ColPaliStructure:
         from trident_kernels import PackedPages
 
-        pages = PackedPages.load(folder / "pages", mmap=True)
+        pages = PackedPages.load(folder / PAGES_DIR, mmap=True)
         ivf = None
         if (folder / "ivf").is_dir():
             from trident_kernels.ann import TokenIVF

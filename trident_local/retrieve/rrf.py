@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from trident_local.docs.model import Document
 from trident_local.errors import TridentError
@@ -15,6 +15,9 @@ from trident_local.fusion import RRF_K, rrf
 from trident_local.query import Query
 from trident_local.retrieve.base import Hit, get_pool, top_k
 from trident_local.store.index_store import IndexStore
+
+if TYPE_CHECKING:
+    from trident_kernels.ann_shards import MapFn
 
 FUSE_DEPTH = 100  # how deep each ranking is read
 
@@ -47,10 +50,10 @@ class RRFPool:
     def is_stale(self) -> bool:
         return any(p.is_stale() for p in self.pools)
 
-    def build(self) -> None:
+    def build(self, *, map_fn: MapFn = map) -> None:
         for p in self.pools:
             if p.is_stale():
-                p.build()
+                p.build(map_fn=map_fn)
 
     def load(self) -> None:
         for p in self.pools:

@@ -29,6 +29,7 @@ from trident_local.store.index_store import IndexStore
 from trident_local.store.manifest import PoolEntry
 
 if TYPE_CHECKING:
+    from trident_kernels.ann_shards import MapFn
     from trident_local.models.runtime import Models
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,8 @@ class StoredPool(ABC, Generic[S]):
 
     Subclasses give ``version`` and three hooks: ``compute`` (the structure, in
     memory), ``save`` (write it into a folder; returns manifest info) and ``read``
-    (the structure back from such a folder).
+    (the structure back from such a folder). A structure larger than RAM overrides
+    ``compute_into`` too, to write its big arrays straight into the folder being built.
     """
 
     name: ClassVar[str]
@@ -84,6 +86,12 @@ class StoredPool(ABC, Generic[S]):
 
     @abstractmethod
     def compute(self, doc_ids: list[str]) -> S: ...
+
+    def compute_into(self, doc_ids: list[str], folder: Path, *, map_fn: MapFn = map) -> S:
+        """The structure, free to write files into ``folder`` (the temp folder ``save`` then
+        writes into, renamed into place as a whole) instead of holding them in memory.
+        ``map_fn`` runs independent per-shard work (``map``; Ray tasks under ``--ray``)."""
+        return self.compute(doc_ids)
 
     @abstractmethod
     def save(self, structure: S, folder: Path) -> dict[str, Any]: ...
@@ -116,16 +124,20 @@ class StoredPool(ABC, Generic[S]):
         return entry is None or self.folder() is None or entry.fingerprint != self.fingerprint()
 
     # -- the writer ------------------------------------------------------------------------------
-    def build(self) -> None:
-        """Compute, write into a temp folder, swap it in, commit the manifest. Writer lock held."""
+    def build(self, *, map_fn: MapFn = map) -> None:
+        """Compute into a temp folder, save there, swap it in, commit the manifest. Writer lock held."""
         doc_ids = self.documents()
         fp = self.fingerprint(doc_ids)
-        structure = self.compute(doc_ids)
         final = self.store.pool_dir(f"{self.name}@{fp}")
         tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        info = self.save(structure, tmp)
+        try:
+            structure = self.compute_into(doc_ids, tmp, map_fn=map_fn)
+            info = self.save(structure, tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         shutil.rmtree(final, ignore_errors=True)  # left by a build killed after its rename
         os.rename(tmp, final)
         n_pages = sum(self.store.manifest.documents[d].n_pages for d in doc_ids)

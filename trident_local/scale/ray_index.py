@@ -2,7 +2,9 @@
 
     files -> [parse: CPU tasks, `docs.workers.parse_pdf`] -> [prepare: actors holding the embedder,
     the index's pool `prepare` stages] -> driver: `store.write_document` + `store.mark`
-    -> global pools built once at the end (`Index.build_pools`), all under the writer lock.
+    -> global pools built once at the end (`Index.build_pools`), all under the writer lock;
+       their per-shard work (the colpali IVF's token assignment, one task per document) runs as
+       Ray tasks.
 
 Workers write per-document features (e.g. ``dense.npy``) atomically into the index directory,
 which therefore has to be on a filesystem every node sees; only the driver writes the manifest,
@@ -23,6 +25,7 @@ from trident_local.docs.model import Document
 from trident_local.docs.workers import parse_pdf
 from trident_local.errors import IngestError, TridentError
 from trident_local.index import AddReport, FileResult, Index, expand_paths
+from trident_local.scale.ray_runtime import ray_map
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +145,7 @@ def _run(ray: Any, index: Index, paths: Iterable[str | Path], *, workers: int,
                 if row["doc_id"] not in seen:
                     finish(FileResult(row["path"], "failed", row["doc_id"],
                                       error=f"{row['path']}: the worker processing this file crashed"))
-        index.build_pools()
+        index.build_pools(map_fn=ray_map(ray))
     report.seconds = time.perf_counter() - t0
     return report
 

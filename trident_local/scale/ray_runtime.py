@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from trident_local.errors import TridentError
@@ -105,3 +106,27 @@ def map_on_actors(
         num_gpus=gpus_each,
     )
     yield from ds.iter_rows()
+
+
+def _apply(fn: Callable[[Any], Any], item: Any) -> Any:
+    return fn(item)
+
+
+def ray_map(ray: Any, *, in_flight: int = 64) -> Callable[[Callable[[Any], Any], Iterable[Any]], Iterator[Any]]:
+    """A ``map`` whose calls run as Ray tasks (one CPU each), for the ``map_fn`` hooks (e.g. a
+    pool's per-document IVF assignment). Results come back in order, with at most ``in_flight``
+    tasks queued so a long list streams; ``fn`` goes to the object store once (a partial holding
+    centroids is not copied per task), each item with its task."""
+    remote = ray.remote(num_cpus=1)(_apply)
+
+    def map_fn(fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        fn_ref = ray.put(fn)
+        pending: deque[Any] = deque()
+        for item in items:
+            pending.append(remote.remote(fn_ref, item))
+            if len(pending) >= in_flight:
+                yield ray.get(pending.popleft())
+        while pending:
+            yield ray.get(pending.popleft())
+
+    return map_fn

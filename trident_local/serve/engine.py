@@ -17,12 +17,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trident_local.config import Config
 from trident_local.errors import TridentError
 from trident_local.index import FileResult, Index
 from trident_local.models.runtime import ModelCache, Models
+
+if TYPE_CHECKING:
+    from trident_kernels.ann_shards import MapFn
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -83,9 +86,9 @@ class _Pooled(Index):
 
     handle: IndexHandle
 
-    def build_pools(self) -> list[str]:
+    def build_pools(self, *, map_fn: MapFn = map) -> list[str]:
         with self.handle.lock.write():
-            rebuilt = super().build_pools()
+            rebuilt = super().build_pools(map_fn=map_fn)
             self.handle.publish()
         return rebuilt
 
