@@ -23,23 +23,31 @@ def demo(
     Runs `trident index` then `trident ask`: BM25 + MiniLM dense retrieval fused by RRF, the
     no-model annotated rerank, and the evidence-first no-model answer, self-checked against its pages.
     """
-    from trident_local.cli.ask_cmd import ask
-    from trident_local.cli.index_cmd import index
-
     src = folder or SAMPLES
     if not src.exists():
         raise typer.BadParameter(f"{src} does not exist", param_hint="FOLDER")
     console.rule(f"[bold]1. index {src} -> {index_dir}")
-    try:
-        index(paths=[src], index_dir=index_dir, pools=None, embedder=None, ocr=None, multivector=None,
-              annotate=True, workers=2,
-              json_out=None)
-    except typer.Exit as e:  # some files failed: they were reported; answer over the rest
-        if e.exit_code != 1:
-            raise
+    # through the command line parser, so that both commands run with their own defaults
+    code = _run(["index", str(src), "--index", str(index_dir), "--annotate", "--workers", "2"])
+    if code not in (0, 1):  # 1: some files failed; they were reported; answer over the rest
+        raise typer.Exit(code)
     console.rule(f"[bold]2. ask: {question}")
-    ask(question=question, index_dir=index_dir, doc=None, pool="rrf", rerank="annotated", fields="full",
-        answer="auto", profile=None, k_max=None, json_out=None, verify=True)
+    code = _run(["ask", question, "--index", str(index_dir)])
+    if code:
+        raise typer.Exit(code)
+
+
+def _run(args: list[str]) -> int:
+    """Run one `trident` command in this process; its exit status."""
+    from typer.main import get_command
+
+    from trident_local.cli import app
+
+    try:
+        get_command(app).main(args, prog_name="trident", standalone_mode=False)
+    except typer.Exit as e:
+        return e.exit_code
+    return 0
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
