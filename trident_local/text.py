@@ -272,3 +272,29 @@ def answer_type(question: str) -> str:
 def expected_type(question: str) -> str:
     """The kind of span an extractive answer looks for: percent, money, count, year, number or text."""
     return _first_cue(question, _EXPECT, "text")
+
+
+# -- questions ---------------------------------------------------------------------------------------------------------
+_INSTRUCTION = re.compile(
+    r"^(please\b|write\b|give me\b|give the\b|answer\b|directly answer\b|return\b|your answer\b|the answer\b|"
+    r"the output\b|format\b|represent\b|save your answer\b|enumerate (?:all of them|each)\b|round\b|"
+    r"note that\b|e\.g\.|for example\b|only\b|list the (?:page )?numbers? in\b)",
+    re.I,
+)
+_TAIL = re.compile(r"[,;]?\s*(?:\(|\b)(?:e\.g\.|for example|such as \[|like \[)[^?]*$", re.I)
+
+
+def clean_question(q: str) -> str:
+    """The question without trailing instructions about the answer's form ("Please write the answer in float
+    format", "Give me an integer", "(for example, ...)"): they are not words the pages hold."""
+    q = re.sub(r"\s+", " ", q).strip()
+    q = re.sub(r"\s*\((?:e\.g\.|for example)[^()]*\)", "", q, flags=re.I)  # "(for example, ...)" asides
+    parts = re.split(r"(?<=[?!])(?![?!.\"'”’)])\s*(?=\S)|(?<=\.)\s+", q)
+    while len(parts) > 1 and _INSTRUCTION.match(parts[-1]):
+        parts.pop()
+    out = " ".join(parts)
+    m = _TAIL.search(out)
+    if m and m.start() >= 8:
+        out = out[: m.start()].rstrip(" ,;")
+    out = re.sub(r"\s*\((?:give|write|answer|return)[^)]*\)\s*$", "", out, flags=re.I)
+    return out.strip()

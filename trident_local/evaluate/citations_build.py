@@ -52,6 +52,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
+from trident_local.text import clean_question
+
 SUPPORTED, WRONG_LOCATION, UNSUPPORTED = "supported", "wrong_location", "unsupported"
 LABELS: tuple[str, ...] = (SUPPORTED, WRONG_LOCATION, UNSUPPORTED)
 FACTORS: tuple[float, ...] = (0.5, 0.75, 1.25, 1.5, 2.0, 3.0)
@@ -110,28 +112,6 @@ class BuildSummary:
 
 
 # -- claims -------------------------------------------------------------------------------------------
-_INSTRUCTION = re.compile(
-    r"^(please\b|write\b|give me\b|give the\b|answer\b|directly answer\b|return\b|your answer\b|the answer\b|"
-    r"the output\b|format\b|represent\b|save your answer\b|enumerate (?:all of them|each)\b|round\b|"
-    r"note that\b|e\.g\.|for example\b|only\b|list the (?:page )?numbers? in\b)",
-    re.I,
-)
-_TAIL = re.compile(r"[,;]?\s*(?:\(|\b)(?:e\.g\.|for example|such as \[|like \[)[^?]*$", re.I)
-
-
-def clean_question(q: str) -> str:
-    """The question without trailing instructions about the answer's form (see the module docstring)."""
-    q = re.sub(r"\s+", " ", q).strip()
-    q = re.sub(r"\s*\((?:e\.g\.|for example)[^()]*\)", "", q, flags=re.I)  # "(for example, ...)" asides
-    parts = re.split(r"(?<=[?!])(?![?!.\"'”’)])\s*(?=\S)|(?<=\.)\s+", q)
-    while len(parts) > 1 and _INSTRUCTION.match(parts[-1]):
-        parts.pop()
-    out = " ".join(parts)
-    m = _TAIL.search(out)
-    if m and m.start() >= 8:
-        out = out[: m.start()].rstrip(" ,;")
-    out = re.sub(r"\s*\((?:give|write|answer|return)[^)]*\)\s*$", "", out, flags=re.I)
-    return out.strip()
 
 
 def answer_text(answer: str, answer_format: str) -> str | None:

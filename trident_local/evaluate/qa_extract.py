@@ -9,6 +9,7 @@ scored as is.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from trident_local.errors import ModelOutputError
@@ -80,10 +81,23 @@ def parse_extraction(text: str) -> Extraction:
     return Extraction(NOT_ANSWERABLE if fmt == "None" else ans, fmt, "model")
 
 
+_GROUPED_NUMBER = re.compile(r"[-$]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?")
+
+
+def as_is(reply: str) -> str:
+    """The no-model answer as scored: "Not answerable" for an abstention in any wording, and a lone number
+    without thousands separators ("1,358,000" -> "1358000"), as the official extraction's format rule asks
+    ("Integer (digits only), Float (a number, no units)"); anything else unchanged."""
+    if is_not_answerable(reply):
+        return NOT_ANSWERABLE
+    text = reply.strip()
+    return text.replace(",", "") if _GROUPED_NUMBER.fullmatch(text) else reply
+
+
 def extract(chat: ChatModel | None, question: str, reply: str) -> Extraction:
     """The short answer to score; the reply itself when there is no model or its output is unusable."""
-    if chat is None:  # an abstention in any wording scores as the benchmark's "Not answerable"
-        return Extraction(NOT_ANSWERABLE if is_not_answerable(reply) else reply, "", "as-is")
+    if chat is None:
+        return Extraction(as_is(reply), "", "as-is")
     res = chat.chat([extraction_request(question, reply)])[0]
     if res.error:
         return Extraction(reply, "", "as-is (extractor call failed)")

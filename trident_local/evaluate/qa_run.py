@@ -42,6 +42,7 @@ class QARow:
     confidence: float | None = None  # no-model answers: their confidence (abstention calibration)
     candidate: str = ""  # no-model answers: the answer before the abstention threshold
     verification: str = ""  # the self-check's status ("" when skipped)
+    features: dict[str, float] = field(default_factory=dict)  # no-model answers: the confidence's inputs
 
 
 @dataclass
@@ -148,6 +149,7 @@ def qa_rows(
             res.answer.confidence,
             res.answer.candidate,
             (res.answer.verification or {}).get("status", ""),
+            dict(res.answer.features),
         )
         rows.append(row)
         if on_rows:

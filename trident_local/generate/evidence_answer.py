@@ -10,15 +10,19 @@ is, in this order of preference:
    table cells it names (:mod:`.compute`; the computation is the support);
 2. the table cell under the row and column the question names (:mod:`.tables`),
    when its row scores close to the best passage;
-3. a span of the type the question expects (:mod:`.spans`) nearest to the
+3. a span of the type the question expects (:mod:`.spans`): for "how many X", a
+   number that X follows ("815 membership warehouses"), else the span nearest to the
    question's words in one of the best passages;
 4. the best passage itself, for open questions.
 
-The confidence is ``W_LEX * share of question terms in the support + W_COS * cosine
-+ W_TYPED * (a typed span or cell was found)``; below :data:`THRESHOLD` (calibrated
-on a document split of MMLongBench-Doc, see docs/TRIDENT.md) the answer is
-:data:`ABSTAIN` and the best passages are still returned as evidence. Nothing is
-generated: every answer word is on a cited page, or is a computation over them.
+The question is matched without its answer-form instructions ("Please write the
+answer in int format"). The confidence is P(correct) from a logistic model over the
+answer's features (:mod:`.answer_confidence`: the share of the question's terms in the
+support and on the pages at all, cosine, typed value, table cell, a question word beside
+the value), fitted with non-negative weights on a document split of MMLongBench-Doc; below
+its threshold (:data:`CONFIDENCE`, see docs/TRIDENT.md) the answer is :data:`ABSTAIN` and the
+best passages are still returned as evidence. Nothing is generated: every answer word is on a
+cited page, or is a computation over them.
 """
 
 from __future__ import annotations
@@ -32,14 +36,23 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from trident_local.docs.model import Page
+from trident_local.generate.answer_confidence import AnswerConfidence
 from trident_local.generate.compute import Computation, compute
 from trident_local.generate.records import ABSTAINED, Answer, Citation, EvidencePassage
-from trident_local.generate.spans import assigned_value, expected_kind, find_spans, nearest_span, scale_words
+from trident_local.generate.spans import (
+    assigned_value,
+    count_of,
+    counted_noun,
+    expected_kind,
+    find_spans,
+    nearest_span,
+    scale_words,
+)
 from trident_local.generate.tables import CellMatch, Table, best_cell, page_tables
 from trident_local.models.protocols import TextEmbedder
 from trident_local.retrieve.base import Hit
 from trident_local.store.index_store import IndexStore
-from trident_local.text import idf_table, terms, weighted_overlap
+from trident_local.text import clean_question, idf_table, terms, weighted_overlap
 
 if TYPE_CHECKING:
     from trident_local.index import Index
@@ -49,17 +62,27 @@ if TYPE_CHECKING:
 
 STRATEGY = "evidence-first (no model)"
 ABSTAIN = ABSTAINED
-W_LEX, W_COS, W_TYPED, W_RANK = 0.55, 0.30, 0.15, 0.05
-# Abstain below: the accuracy-maximising threshold (lowest of the ties) on the first 100 questions of the calib
-# document split (benchmarks/data/mmlb_doc_split.json, benchmarks/calibrate_abstention.py); docs/TRIDENT.md.
-THRESHOLD = 0.54
+W_LEX, W_COS, W_RANK = 0.55, 0.30, 0.05  # passage ranking (not the confidence)
+ADJACENT_CHARS = 40  # "a question word next to the value": within this many characters of it
+# P(correct) and the abstention threshold: fitted on the calib half of the document split
+# (benchmarks/data/mmlb_doc_split.json) by benchmarks/calibrate_abstention.py --fit; docs/TRIDENT.md.
+CONFIDENCE = AnswerConfidence(
+    weights={"lex": 1.6522, "cos": 0.0, "coverage": 0.5978, "typed": 1.2702, "table": 0.0, "adjacent": 0.0},
+    bias=-5.1438,
+    threshold=0.0757,
+    calibration={"split": "calib half of benchmarks/data/mmlb_doc_split.json (370 questions, 13 right candidates)",
+                 "rerank": "annotated (no model), rrf pool", "C": 1.0, "weights": ">= 0",
+                 "threshold": "best calib accuracy (0.224; all 'Not answerable' 0.208)"},
+)
 CELL_MARGIN = 0.8  # a table cell wins when its row scores at least this share of the best passage
 MAX_WORDS = 60
 MAX_EMBEDDED = 32  # only the lexically best passages are embedded: embedding dominates the cost on CPU
 N_EVIDENCE = 3
+N_COUNTED = 8  # best passages searched for a number followed by the noun a "how many" question counts
 NUMERIC = ("count", "number", "money", "percent")
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(\[])|\n{2,}")
 _REFERENCE = re.compile(r"^\s*\[\d+\]\s")
+_FORMAT_HINT = re.compile(r"\b(int|integer|float|decimal)\b(?: format)?", re.I)
 _SYMBOL = re.compile(r"(?<![\w'])([b-zB-HJ-Z])(?![\w'])")  # a one-letter symbol named by the question ("k")
 
 
@@ -89,6 +112,7 @@ class EvidenceAnswer:
     computation: str = ""
     evidence: list[Passage] = field(default_factory=list)
     candidate: str = ""  # the answer before the threshold (kept so that the threshold can be calibrated)
+    features: dict[str, float] = field(default_factory=dict)  # what the confidence is computed from
 
     @property
     def abstained(self) -> bool:
@@ -128,37 +152,58 @@ def passages(pages: Sequence[Page]) -> tuple[list[Passage], list[Table]]:
 
 
 def score_passages(question: str, units: list[Passage], embedder: TextEmbedder,
-                   qvec: np.ndarray | None = None) -> list[Passage]:
-    """Score every passage; returns the lexically best MAX_EMBEDDED, best fused score first."""
+                   qvec: np.ndarray | None = None) -> tuple[list[Passage], float]:
+    """Score every passage: the lexically best MAX_EMBEDDED, best fused score first, and the coverage of the
+    question (the IDF-weighted share of its terms found anywhere on the pages: a question about something the
+    pages never name, such as another year or company, is one they cannot answer)."""
     q_terms = terms(question)
     if not units or not q_terms:
-        return []
+        return [], 0.0
     unit_terms = [terms(u.text) for u in units]
     idf = idf_table(unit_terms)
     default = float(np.log(1.0 + len(units)))
     for u, t in zip(units, unit_terms, strict=True):
         u.lex = weighted_overlap(q_terms, t, idf, default)
+    coverage = weighted_overlap(q_terms, {x for t in unit_terms for x in t}, idf, default)
     keep = sorted(units, key=lambda u: -(u.lex + W_RANK / (1 + u.rank)))[:MAX_EMBEDDED]
     vecs = embedder.encode([u.text for u in keep], kind="passage")
     q = qvec if qvec is not None else embedder.encode([question], kind="query")[0]
     for u, c in zip(keep, vecs @ np.asarray(q, dtype=np.float32).reshape(-1), strict=True):
         u.cos = float(max(c, 0.0))
         u.score = W_LEX * u.lex + W_COS * u.cos + W_RANK / (1 + u.rank)
-    return sorted(keep, key=lambda u: -u.score)
+    return sorted(keep, key=lambda u: -u.score), coverage
 
 
-def _confidence(p: Passage, typed: bool) -> float:
-    return round(W_LEX * p.lex + W_COS * p.cos + (W_TYPED if typed else 0.0), 4)
+def _adjacent(text: str, start: int, length: int, anchors: set[str]) -> float:
+    """1.0 when a question term is within a few words of the span ("815 membership warehouses"), else 0.0."""
+    window = terms(text[max(0, start - ADJACENT_CHARS): start + length + ADJACENT_CHARS])
+    return 1.0 if anchors & set(window) else 0.0
 
 
-def _choose(question: str, ranked: list[Passage], tables: list[Table]) -> EvidenceAnswer:
+def _features(p: Passage, kind: str, adjacent: float) -> dict[str, float]:
+    """The inputs of the confidence for an answer taken from passage ``p`` (coverage is added by the caller)."""
+    return {"lex": round(p.lex, 4), "cos": round(p.cos, 4), "typed": float(kind != "passage"),
+            "table": float(kind in ("computed", "table-cell")), "adjacent": adjacent}
+
+
+def _kind(question: str) -> str:
+    """The expected kind; a question that names only its answer's format ("in int format") expects a number."""
     kind = expected_kind(question)
-    comp: Computation | None = compute(tables, question)
+    if kind == "text" and (m := _FORMAT_HINT.search(question)):
+        return "count" if m.group(1).lower() in ("int", "integer") else "number"
+    return kind
+
+
+def _choose(question: str, core: str, ranked: list[Passage], tables: list[Table]) -> EvidenceAnswer:
+    """The answer before the threshold; ``core`` is the question without its answer-form instructions."""
+    kind = _kind(question)
+    anchors = {t for t in terms(core) if not t[0].isdigit()}
+    comp: Computation | None = compute(tables, core)
     if comp is not None:
         row = next((p for p in ranked if p.kind == "table-row" and p.page == comp.page), ranked[0])
-        return EvidenceAnswer(comp.text, "computed", _confidence(row, True), f"{comp.source}: {comp.shown}",
-                              comp.page, comp.shown)
-    q_numbers = re.findall(r"\d[\d,]*(?:\.\d+)?%?", question) if kind != "year" else []
+        return EvidenceAnswer(comp.text, "computed", 0.0, f"{comp.source}: {comp.shown}", comp.page, comp.shown,
+                              features=_features(row, "computed", 1.0))
+    q_numbers = re.findall(r"\d[\d,]*(?:\.\d+)?%?", core) if kind != "year" else []
     if kind in NUMERIC:
         # a passage without a value of the expected kind cannot hold the answer: it does not compete
         valued = [p for p in ranked if any(s.text not in q_numbers for s in find_spans(p.text, kind))] or ranked
@@ -166,51 +211,66 @@ def _choose(question: str, ranked: list[Passage], tables: list[Table]) -> Eviden
         valued = ranked
     best = valued[0]
     if kind in NUMERIC:
-        cell = best_cell(tables, question)
+        cell = best_cell(tables, core)
         if cell is not None:
             row = next((p for p in ranked if p.text == cell.support), None)
             if row is not None and row.score >= CELL_MARGIN * best.score:
                 scale = scale_words(cell.table.title)
                 support = cell.support + (f" (values in {scale})" if scale and scale not in cell.support else "")
-                return EvidenceAnswer(cell.value, "table-cell", _confidence(row, True), support, row.page)
+                return EvidenceAnswer(cell.value, "table-cell", 0.0, support, row.page,
+                                      features=_features(row, "table-cell", 1.0))
     if kind != "text":
-        symbols = _SYMBOL.findall(question) if kind == "number" else []
+        symbols = _SYMBOL.findall(core) if kind == "number" else []
         for p in ranked:  # an assignment ("k = 60") is specific enough to take from any scored passage
             for sym in symbols:
                 if (v := assigned_value(p.text, sym)) is not None:
-                    return EvidenceAnswer(v.text, "number", _confidence(p, True), p.text, p.page)
-        q_words = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", question)}
-        anchors = [t for t in terms(question) if not t[0].isdigit()]
+                    return EvidenceAnswer(v.text, "number", 0.0, p.text, p.page, features=_features(p, "number", 1.0))
+        noun = counted_noun(core) if kind == "count" else ""
+        for p in valued[:N_COUNTED]:  # "815 membership warehouses" answers "how many membership warehouses"
+            if noun and (span := count_of(p.text, noun, q_numbers)) is not None:
+                return EvidenceAnswer(span.text, kind, 0.0, p.text, p.page, features=_features(p, kind, 1.0))
+        q_words = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", core)}
         for p in valued[:3]:
-            span = nearest_span(p.text, anchors, kind, exclude=q_numbers)
+            span = nearest_span(p.text, sorted(anchors), kind, exclude=q_numbers)
             if span is not None and kind == "name" and {w.lower() for w in span.text.split()} & q_words:
                 continue  # a name the question itself gives is not its answer
             if span is not None:  # the value alone (benchmarks score "412", not "412 megawatts"); the support
-                return EvidenceAnswer(span.text, kind, _confidence(p, True), p.text, p.page)  # shows its unit
+                return EvidenceAnswer(span.text, kind, 0.0, p.text, p.page,  # shows its unit
+                                      features=_features(p, kind, _adjacent(p.text, span.start, len(span.text),
+                                                                            anchors)))
     top = ranked[0]
-    return EvidenceAnswer(top.text, "passage", _confidence(top, False), top.text, top.page)
+    return EvidenceAnswer(top.text, "passage", 0.0, top.text, top.page, features=_features(top, "passage", 0.0))
 
 
 def evidence_answer(question: str, pages: Sequence[Page], embedder: TextEmbedder, *,
-                    threshold: float = THRESHOLD, qvec: np.ndarray | None = None) -> EvidenceAnswer:
-    """The evidence-first answer over ``pages`` (best first); abstains below ``threshold`` with its evidence."""
+                    threshold: float | None = None, qvec: np.ndarray | None = None,
+                    confidence: AnswerConfidence | None = None) -> EvidenceAnswer:
+    """The evidence-first answer over ``pages`` (best first); abstains below ``threshold`` with its evidence.
+
+    ``confidence``: the fitted model of P(correct) (default :data:`CONFIDENCE`); ``threshold`` overrides its
+    threshold (0 never abstains, which is how a run for calibration is made)."""
     if not question.strip():
         raise ValueError("the question is empty")
+    model = confidence or CONFIDENCE
+    cut = model.threshold if threshold is None else threshold
+    core = clean_question(question) or question
     units, tables = passages(pages)
-    ranked = score_passages(question, units, embedder, qvec)
+    ranked, coverage = score_passages(core, units, embedder, qvec if core == question else None)
     if not ranked:
         return EvidenceAnswer(ABSTAIN, "abstain", 0.0)
     evidence = ranked[:N_EVIDENCE]
-    chosen = _choose(question, ranked, tables)
+    chosen = _choose(question, core, ranked, tables)
+    chosen.features["coverage"] = round(coverage, 4)
+    chosen.confidence = round(model.probability(chosen.features), 4)
     chosen.evidence, chosen.candidate = evidence, chosen.answer
-    if chosen.confidence < threshold:
+    if chosen.confidence < cut:
         return EvidenceAnswer(ABSTAIN, "abstain", chosen.confidence, chosen.support, chosen.page,
-                              chosen.computation, evidence, chosen.answer)
+                              chosen.computation, evidence, chosen.answer, chosen.features)
     return chosen
 
 
 def answer_from_hits(store: IndexStore, question: str, hits: Sequence[Hit], cites: list[Citation],
-                     embedder: TextEmbedder, *, threshold: float = THRESHOLD,
+                     embedder: TextEmbedder, *, threshold: float | None = None,
                      qvec: np.ndarray | None = None) -> Answer:
     """The evidence-first strategy as an :class:`Answer` over ranked hits; the support's page is cited first."""
     t0 = time.perf_counter()
@@ -223,7 +283,8 @@ def answer_from_hits(store: IndexStore, question: str, hits: Sequence[Hit], cite
         ea.answer,
         STRATEGY,
         cites,
-        gate=f"no chat model: {ea.kind} (confidence {ea.confidence:.2f}, threshold {threshold:.2f})",
+        gate=f"no chat model: {ea.kind} (confidence {ea.confidence:.2f}, threshold "
+             f"{CONFIDENCE.threshold if threshold is None else threshold:.2f})",
         support=ea.support,
         support_page=ea.page,
         seconds=time.perf_counter() - t0,
@@ -231,6 +292,7 @@ def answer_from_hits(store: IndexStore, question: str, hits: Sequence[Hit], cite
         evidence=[EvidencePassage(hits[p.rank].doc_id, p.page, p.text, round(p.score, 4)) for p in ea.evidence],
         computation=ea.computation,
         candidate=ea.candidate,
+        features=ea.features,
     )
 
 

@@ -60,6 +60,7 @@ class Answer:
     evidence: list[EvidencePassage] = field(default_factory=list)  # best passages, shown even when abstaining
     computation: str = ""  # a computed answer written out ("95.2 - 74.5 = 20.7")
     candidate: str = ""  # no-model strategies: the answer before the abstention threshold
+    features: dict[str, float] = field(default_factory=dict)  # no-model strategies: the confidence's inputs
     verification: dict[str, Any] | None = None  # the self-check of the answer's citations (None: skipped)
     prompt: dict[str, Any] = field(default_factory=dict)  # model: the pages' prompt tokens and what was cut to fit
 

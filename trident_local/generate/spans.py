@@ -160,3 +160,33 @@ def nearest_span(text: str, anchors: Sequence[str], kind: str, exclude: Sequence
                    for a_start, end in found)
 
     return min(spans, key=distance)
+
+
+_HOW_MANY = re.compile(r"\bhow many\s+(?:more\s+|of\s+the\s+|different\s+|distinct\s+|total\s+)?([A-Za-z][\w-]*)",
+                       re.I)
+_COUNT_BEFORE = re.compile(r"(?<![\w.,$])(\d{1,3}(?:,\d{3})+|\d+)(?![\w.,%])((?:\s+[A-Za-z][\w-]*){0,3})")
+
+
+def counted_noun(question: str) -> str:
+    """The stem of the word a "how many" question counts ("How many square miles ..." -> "squar"), or ""."""
+    from trident_local.text import stem
+
+    m = _HOW_MANY.search(question)
+    if not m or m.group(1).lower() in ("of", "times", "more", "in", "are", "is", "were", "was", "do", "does"):
+        return ""
+    return stem(m.group(1).lower())
+
+
+def count_of(text: str, noun: str, exclude: Sequence[str] = ()) -> Span | None:
+    """The first number in ``text`` that the counted noun follows within three words ("815 membership
+    warehouses" for "membership"), skipping years and the question's own numbers."""
+    from trident_local.text import stem
+
+    if not noun:
+        return None
+    for m in _COUNT_BEFORE.finditer(text):
+        if m.group(1) in exclude or _YEAR.fullmatch(m.group(1)):
+            continue
+        if noun in (stem(w.lower()) for w in m.group(2).split()):
+            return Span(m.group(1), "count", m.start(1), to_number(m.group(1)))
+    return None
