@@ -22,6 +22,7 @@ from trident_local.annotate import STAGE, AnnotateReport, annotate_index, cache,
 from trident_local.errors import TridentError
 from trident_local.index import Index
 from trident_local.rerank import rerank_pool
+from trident_local.store.stages import Stage
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 QUERIES = ["revenue growth in 2023", "sparse retrieval of pages", "solar panel output", "wind turbines"]
@@ -142,6 +143,29 @@ def test_ray_annotate_equals_single_process(annotated) -> None:
 
     again = annotate_index(Index.open(distributed.store.root), ray="auto", workers=2)
     assert again.annotated == [] and sorted(again.skipped) == good and [d for d, _ in again.failed] == [bad]
+
+
+def test_ray_index_annotates_on_the_actors(built, annotated, tmp_path: Path) -> None:
+    """`trident index --ray --annotate`: the actors that embed also annotate (the driver only marks),
+    with the same annotation files as annotating in one process; a corrupt PDF fails only itself."""
+    from trident_local.scale.ray_index import add_with_ray
+
+    _, corpus, _, _ = built
+    reference, rep1, _, _ = annotated
+    idx = Index.create(tmp_path / "ray_annotated")
+    ran_in_driver: list[str] = []
+    idx.doc_stages.append(Stage(STAGE, lambda doc: ran_in_driver.append(doc.doc_id)))
+    rep = add_with_ray(idx, [corpus], address="auto", workers=2)
+    assert sorted(f.status for f in rep.files) == ["failed", "indexed", "indexed", "indexed", "indexed"]
+    assert ran_in_driver == []
+    reopened = Index.open(idx.store.root)
+    assert all(reopened.store.manifest.documents[d].stages.get(STAGE) for d in reopened.store.doc_ids())
+    for doc_id in rep1.annotated:
+        ja, ca, fa = _annotation_files(reference, doc_id)
+        jb, cb, fb = _annotation_files(reopened, doc_id)
+        assert ja == jb
+        for va, vb in ((ca, cb), (fa, fb)):
+            assert va.shape == vb.shape and np.abs(va.astype(np.float32) - vb.astype(np.float32)).max() < 2e-3
 
 
 # -- eval qa|retrieval --ray ------------------------------------------------------------------------

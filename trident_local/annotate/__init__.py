@@ -50,7 +50,7 @@ class _Annotator:
 
         embedder, chat = self.models()
         store = self.index.store
-        image_of = (lambda page: store.page_image(doc.doc_id, page)) if chat is not None else None
+        image_of = (lambda page: store.document_page_image(doc, page)) if chat is not None else None
         result = annotate_document(
             doc, embedder=embedder, chat=chat, chat_name=str(self.profile), image_of=image_of
         )

@@ -1,12 +1,13 @@
 """`trident index --ray`: a Ray Data pipeline over the same per-document stages as `Index.add`.
 
-    files -> [parse: CPU tasks, `docs.workers.parse_pdf`] -> [prepare: actors holding the embedder,
-    the index's pool `prepare` stages] -> driver: `store.write_document` + `store.mark`
+    files -> [parse: CPU tasks, `docs.workers.parse_pdf`] -> [prepare: actors holding the models,
+    the index's pool `prepare` stages, then the annotation with --annotate]
+    -> driver: `store.write_document` + `store.mark`
     -> global pools built once at the end (`Index.build_pools`), all under the writer lock;
        their per-shard work (the colpali IVF's token assignment, one task per document) runs as
        Ray tasks.
 
-Workers write per-document features (e.g. ``dense.npy``) atomically into the index directory,
+Workers write per-document features (``dense.npy``, the annotation files) atomically into the index directory,
 which therefore has to be on a filesystem every node sees; only the driver writes the manifest,
 so a killed run leaves a valid index and a re-run skips the finished documents. A file that
 fails (or crashes its task) fails only itself.
@@ -49,11 +50,16 @@ def _parse(row: dict[str, Any], *, root: str, ocr_profile: str) -> dict[str, Any
 
 
 class _Prepare:
-    """Ray actor: holds the index's models (loaded once) and runs its pools' per-document stages."""
+    """Ray actor: holds the index's models (loaded once) and runs the per-document stages: its pools'
+    ``prepare`` stages, then those of ``doc_stages`` it can build (the annotation), as `Index.add` does."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, doc_stages: tuple[str, ...] = ()):
+        from trident_local.annotate import STAGE, annotation_stage
+
         self.index = Index.open(root)
-        self.stages = self.index.stages()  # the pools' prepare stages, as `Index.add` runs them
+        if STAGE in doc_stages:  # models load once per actor, on first use
+            self.index.doc_stages.append(annotation_stage(self.index))
+        self.stages = self.index.stages()
 
     def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
         if row["error"]:
@@ -64,7 +70,8 @@ class _Prepare:
             doc = Document.from_dict(json.loads(row["doc_json"]))
             for stage in self.stages:
                 if stage.name not in done:
-                    stage.run(doc)
+                    if stage.saved is None or not stage.saved(doc.doc_id):  # saved: killed before marking
+                        stage.run(doc)
                     prepared.append(stage.name)
         except Exception as e:
             return dict(row, prepared="", error=f"{row['path']}: {type(e).__name__}: {e}")
@@ -92,8 +99,9 @@ def add_with_ray(
 ) -> AddReport:
     """Index PDFs on Ray (``address``, or "local" for a local cluster of ``workers`` CPUs).
 
-    Same result as :meth:`Index.add`: documents, pages, objects and pool contents. Extra
-    per-document stages (``index.doc_stages``, e.g. annotation) run in the driver.
+    Same result as :meth:`Index.add`: documents, pages, objects and pool contents. The annotation
+    stage (``index.doc_stages``, added by ``trident index --annotate``) runs on the actors too;
+    another extra stage, which an actor cannot rebuild from its name, runs in the driver.
     """
     from trident_local.scale.ray_runtime import connect
 
@@ -131,8 +139,9 @@ def _run(ray: Any, index: Index, paths: Iterable[str | Path], *, workers: int,
             # Without GPUs Ray fuses parsing into the actors (each parses, then embeds, on one CPU);
             # with GPUs parsing stays on CPU tasks and the actors (one per GPU) only run the models.
             ds = ds.map(_parse, fn_kwargs={"root": root, "ocr_profile": index.config.ocr}, num_cpus=1)
-            if pool_stages:
-                ds = ds.map(_Prepare, fn_constructor_kwargs={"root": root},
+            if pool_stages or index.doc_stages:
+                ds = ds.map(_Prepare, fn_constructor_kwargs={"root": root,
+                                                             "doc_stages": tuple(s.name for s in index.doc_stages)},
                             compute=ray.data.ActorPoolStrategy(min_size=1, max_size=actors),
                             num_cpus=1, num_gpus=1 if gpus else 0)
             else:
@@ -151,8 +160,8 @@ def _run(ray: Any, index: Index, paths: Iterable[str | Path], *, workers: int,
 
 
 def _record(index: Index, row: dict[str, Any], finish: Callable[[FileResult], None]) -> None:
-    """Driver side: register the document and its finished stages in the manifest, then run the
-    extra per-document stages (annotation) that are not distributed."""
+    """Driver side: register the document and the stages the actor finished in the manifest, then run
+    any extra per-document stage the actor did not."""
     path, doc_id = row["path"], row["doc_id"]
     if row["error"]:
         finish(FileResult(path, "failed", doc_id, error=row["error"]))

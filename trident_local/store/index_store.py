@@ -187,15 +187,22 @@ class IndexStore:
 
     def page_image(self, doc_id: str, page: int, dpi: int | None = None) -> Path:
         """Path of the page's PNG, rendered on first use."""
+        entry = self.manifest.documents[doc_id]
+        return self._render(doc_id, entry.path, entry.n_pages, entry.file_name, page, dpi)
+
+    def document_page_image(self, doc: Document, page: int, dpi: int | None = None) -> Path:
+        """:meth:`page_image` for a document the manifest may not hold yet (a Ray actor annotating a
+        document before the driver registers it): rendered from the document's own path."""
+        return self._render(doc.doc_id, doc.path, doc.n_pages, doc.file_name, page, dpi)
+
+    def _render(self, doc_id: str, path: str, n_pages: int, name: str, page: int, dpi: int | None) -> Path:
         from trident_local.docs.render import render_page
 
         dpi = dpi or self.config.dpi
-        entry = self.manifest.documents[doc_id]
-        if not 1 <= page <= entry.n_pages:
-            raise TridentError(f"{entry.file_name} has pages 1..{entry.n_pages}, not {page}")
+        if not 1 <= page <= n_pages:
+            raise TridentError(f"{name} has pages 1..{n_pages}, not {page}")
         out = self.doc_dir(doc_id) / "pages" / f"p{page:04d}@{dpi}.png"
-        return render_page(entry.path, page, out, dpi=dpi)
-
+        return render_page(path, page, out, dpi=dpi)
 
 def _holder(fd: int) -> str:
     """" (pid N)" from the lock file, saying when that process is gone (a descendant holds the lock)."""
