@@ -157,6 +157,7 @@ def test_ray_index_annotates_on_the_actors(built, annotated, tmp_path: Path) -> 
     idx.doc_stages.append(Stage(STAGE, lambda doc: ran_in_driver.append(doc.doc_id)))
     rep = add_with_ray(idx, [corpus], address="auto", workers=2)
     assert sorted(f.status for f in rep.files) == ["failed", "indexed", "indexed", "indexed", "indexed"]
+    assert [Path(f.path).name for f in rep.files if f.status == "failed"] == ["broken.pdf"]
     assert ran_in_driver == []
     reopened = Index.open(idx.store.root)
     assert all(reopened.store.manifest.documents[d].stages.get(STAGE) for d in reopened.store.doc_ids())
@@ -166,6 +167,66 @@ def test_ray_index_annotates_on_the_actors(built, annotated, tmp_path: Path) -> 
         assert ja == jb
         for va, vb in ((ca, cb), (fa, fb)):
             assert va.shape == vb.shape and np.abs(va.astype(np.float32) - vb.astype(np.float32)).max() < 2e-3
+        assert load(reference.store, doc_id).annotation.pages == load(reopened.store, doc_id).annotation.pages
+
+
+def test_ray_index_prepare_actor_profile_and_errors(built, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prepare actor (run here in-process) rebuilds the annotation with the driver's chat profile;
+    a document's own error fails that document, a configuration error stops the run in the driver."""
+    from trident_local.annotate import _Annotator, annotation_stage
+    from trident_local.errors import ModelNotFoundError
+    from trident_local.scale.ray_index import _Prepare, _prepare_kwargs, _record
+
+    _, _, single, _ = built
+    root = str(single.store.root.resolve())
+    driver = Index.open(root)
+    driver.doc_stages.append(annotation_stage(driver, "some-chat-profile"))
+    kwargs = _prepare_kwargs(driver, root)
+    assert kwargs["doc_stages"] == (STAGE,) and kwargs["annotate_profile"] == "some-chat-profile"
+    actor = _Prepare(**kwargs)
+    assert actor.stages[-1].name == STAGE and actor.stages[-1].run.profile == "some-chat-profile"
+
+    doc = single.store.document(single.resolve("solar.pdf"))
+    row = {"path": "solar.pdf", "doc_id": doc.doc_id, "resumed": True, "done": "ingest,dense",
+           "doc_json": json.dumps(doc.to_dict()), "error": "", "fatal": False}
+
+    def fail(exc: Exception):
+        def run(self, doc):
+            raise exc
+        return run
+
+    monkeypatch.setattr(_Annotator, "__call__", fail(RuntimeError("bad page")))
+    out = actor(row)
+    assert not out["fatal"] and out["prepared"] == "" and out["error"] == "solar.pdf: RuntimeError: bad page"
+    failed: list = []
+    _record(driver, out, failed.append)
+    assert [f.status for f in failed] == ["failed"]
+
+    monkeypatch.setattr(_Annotator, "__call__", fail(ModelNotFoundError("no chat")))
+    out = actor(row)
+    assert out["fatal"] and out["error"] == "no chat"
+    with pytest.raises(TridentError, match="no chat"):
+        _record(driver, out, failed.append)
+
+
+def test_ray_index_prepare_actor_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prepare actors take one GPU each, or the annotation's chat model's share when it needs more."""
+    from trident_local.scale import ray_runtime
+    from trident_local.scale.ray_index import _prepare_gpus
+
+    class Cluster:
+        def __init__(self, gpus: int):
+            self.gpus = gpus
+
+        def cluster_resources(self) -> dict:
+            return {"CPU": 16, "GPU": self.gpus}
+
+    monkeypatch.setattr(ray_runtime, "gpus_per_model", lambda profile: 2 if profile == "tp2" else 0)
+    plain = {"doc_stages": (), "annotate_profile": None}
+    annotate = {"doc_stages": (STAGE,), "annotate_profile": "tp2"}
+    assert _prepare_gpus(Cluster(0), annotate) == 0 and _prepare_gpus(Cluster(4), plain) == 1
+    assert _prepare_gpus(Cluster(4), dict(annotate, annotate_profile="http")) == 1
+    assert _prepare_gpus(Cluster(4), annotate) == 2 and ray_runtime.actor_count(Cluster(4), 2, 2) == 2
 
 
 # -- eval qa|retrieval --ray ------------------------------------------------------------------------

@@ -35,7 +35,9 @@ def index(
     multivector: str = typer.Option(
         None, help="Page-image embedder profile for the colpali pool (e.g. colqwen2.5)."
     ),
-    annotate: bool = typer.Option(False, "--annotate", help="Also build the per-page Trident annotation."),
+    annotate: bool = typer.Option(
+        False, "--annotate", help="Also build the per-page Trident annotation (with --ray: on the Ray actors)."
+    ),
     workers: int = typer.Option(
         2, min=1, help="Processes for PDF parsing (with --ray local: the cluster's CPUs)."
     ),

@@ -10,7 +10,8 @@
 Workers write per-document features (``dense.npy``, the annotation files) atomically into the index directory,
 which therefore has to be on a filesystem every node sees; only the driver writes the manifest,
 so a killed run leaves a valid index and a re-run skips the finished documents. A file that
-fails (or crashes its task) fails only itself.
+fails (or crashes its task), in parsing or in any of its stages, fails only itself; a
+configuration error (a missing model) stops the run, as in `Index.add`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from trident_local.docs.model import Document
 from trident_local.docs.workers import parse_pdf
 from trident_local.errors import IngestError, TridentError
 from trident_local.index import AddReport, FileResult, Index, expand_paths
-from trident_local.scale.ray_runtime import ray_map
+from trident_local.scale.ray_runtime import actor_count, actor_gpus, ray_map
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def _parse(row: dict[str, Any], *, root: str, ocr_profile: str) -> dict[str, Any
     """Ray task: the parsed document as JSON (or the stored one when ingestion already finished)."""
     from trident_local.store.index_store import IndexStore
 
-    out = dict(row, doc_json="", error="")
+    out = dict(row, doc_json="", error="", fatal=False)
     try:
         if row["resumed"]:
             doc = IndexStore.open(root).document(row["doc_id"])
@@ -51,14 +52,15 @@ def _parse(row: dict[str, Any], *, root: str, ocr_profile: str) -> dict[str, Any
 
 class _Prepare:
     """Ray actor: holds the index's models (loaded once) and runs the per-document stages: its pools'
-    ``prepare`` stages, then those of ``doc_stages`` it can build (the annotation), as `Index.add` does."""
+    ``prepare`` stages, then those of ``doc_stages`` it can build (the annotation, with the driver's
+    chat profile), as `Index.add` does; it reports the names of the stages it finished."""
 
-    def __init__(self, root: str, doc_stages: tuple[str, ...] = ()):
+    def __init__(self, root: str, doc_stages: tuple[str, ...] = (), annotate_profile: str | None = None):
         from trident_local.annotate import STAGE, annotation_stage
 
         self.index = Index.open(root)
         if STAGE in doc_stages:  # models load once per actor, on first use
-            self.index.doc_stages.append(annotation_stage(self.index))
+            self.index.doc_stages.append(annotation_stage(self.index, annotate_profile))
         self.stages = self.index.stages()
 
     def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +75,11 @@ class _Prepare:
                     if stage.saved is None or not stage.saved(doc.doc_id):  # saved: killed before marking
                         stage.run(doc)
                     prepared.append(stage.name)
-        except Exception as e:
+        except IngestError as e:
+            return dict(row, prepared="", error=str(e))
+        except TridentError as e:  # a configuration problem (a missing model): the driver stops the run
+            return dict(row, prepared="", error=str(e), fatal=True)
+        except Exception as e:  # one bad document must not stop the batch
             return dict(row, prepared="", error=f"{row['path']}: {type(e).__name__}: {e}")
         return dict(row, prepared=",".join(prepared))
 
@@ -100,8 +106,10 @@ def add_with_ray(
     """Index PDFs on Ray (``address``, or "local" for a local cluster of ``workers`` CPUs).
 
     Same result as :meth:`Index.add`: documents, pages, objects and pool contents. The annotation
-    stage (``index.doc_stages``, added by ``trident index --annotate``) runs on the actors too;
-    another extra stage, which an actor cannot rebuild from its name, runs in the driver.
+    stage (``index.doc_stages``, added by ``trident index --annotate``) runs on the actors too,
+    rebuilt there with the same chat profile, after the pool stages; the driver only writes the
+    document and marks the stages the actor reports. Another extra stage, which an actor cannot
+    rebuild from its name, runs in the driver.
     """
     from trident_local.scale.ray_runtime import connect
 
@@ -133,17 +141,18 @@ def _run(ray: Any, index: Index, paths: Iterable[str | Path], *, workers: int,
             ctx = ray.data.DataContext.get_current()
             ctx.max_errored_blocks = len(rows)  # a task that crashes (a MuPDF segfault) fails only its file
             ctx.enable_progress_bars = False
-            gpus = int(ray.cluster_resources().get("GPU", 0))
-            actors = gpus or max(1, workers)
+            prepare_kwargs = _prepare_kwargs(index, root)
+            gpus_each = _prepare_gpus(ray, prepare_kwargs)
+            actors = actor_count(ray, workers, gpus_each)
             ds = ray.data.from_items(rows, override_num_blocks=len(rows))
             # Without GPUs Ray fuses parsing into the actors (each parses, then embeds, on one CPU);
-            # with GPUs parsing stays on CPU tasks and the actors (one per GPU) only run the models.
+            # with GPUs parsing stays on CPU tasks and the actors (one per GPU, or per GPU share of
+            # the annotation's chat model) only run the models.
             ds = ds.map(_parse, fn_kwargs={"root": root, "ocr_profile": index.config.ocr}, num_cpus=1)
             if pool_stages or index.doc_stages:
-                ds = ds.map(_Prepare, fn_constructor_kwargs={"root": root,
-                                                             "doc_stages": tuple(s.name for s in index.doc_stages)},
+                ds = ds.map(_Prepare, fn_constructor_kwargs=prepare_kwargs,
                             compute=ray.data.ActorPoolStrategy(min_size=1, max_size=actors),
-                            num_cpus=1, num_gpus=1 if gpus else 0)
+                            num_cpus=1, num_gpus=gpus_each)
             else:
                 ds = ds.map(lambda r: dict(r, prepared=""))
             seen: set[str] = set()
@@ -159,10 +168,34 @@ def _run(ray: Any, index: Index, paths: Iterable[str | Path], *, workers: int,
     return report
 
 
+def _prepare_kwargs(index: Index, root: str) -> dict[str, Any]:
+    """`_Prepare`'s arguments: the extra stages by name, and the annotation's chat profile (the
+    driver's, which may differ from the index's default)."""
+    from trident_local.annotate import STAGE
+
+    profile = next((getattr(s.run, "profile", None) for s in index.doc_stages if s.name == STAGE), None)
+    return {"root": root, "doc_stages": tuple(s.name for s in index.doc_stages),
+            "annotate_profile": None if profile is None else str(profile)}
+
+
+def _prepare_gpus(ray: Any, prepare_kwargs: dict[str, Any]) -> int:
+    """GPUs each prepare actor takes: none on a cluster without GPUs, else one (the embedder), or
+    more when the annotation's chat model needs more (a vLLM engine's ``tensor_parallel_size``)."""
+    from trident_local.annotate import STAGE
+
+    if not ray.cluster_resources().get("GPU", 0):
+        return 0
+    profile = prepare_kwargs["annotate_profile"]
+    chat = actor_gpus(ray, profile) if STAGE in prepare_kwargs["doc_stages"] and profile is not None else 0
+    return max(1, chat)
+
+
 def _record(index: Index, row: dict[str, Any], finish: Callable[[FileResult], None]) -> None:
     """Driver side: register the document and the stages the actor finished in the manifest, then run
-    any extra per-document stage the actor did not."""
+    any extra per-document stage the actor did not (none with --annotate: the actors annotate)."""
     path, doc_id = row["path"], row["doc_id"]
+    if row.get("fatal"):
+        raise TridentError(row["error"])
     if row["error"]:
         finish(FileResult(path, "failed", doc_id, error=row["error"]))
         return
@@ -175,7 +208,8 @@ def _record(index: Index, row: dict[str, Any], finish: Callable[[FileResult], No
             index.store.mark(doc_id, name)
         for stage in index.doc_stages:
             if not index.store.manifest.documents[doc_id].stages.get(stage.name):
-                stage.run(doc)
+                if stage.saved is None or not stage.saved(doc_id):  # saved: killed before marking
+                    stage.run(doc)
                 index.store.mark(doc_id, stage.name)
     except TridentError:
         raise

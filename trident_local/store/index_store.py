@@ -204,6 +204,7 @@ class IndexStore:
         out = self.doc_dir(doc_id) / "pages" / f"p{page:04d}@{dpi}.png"
         return render_page(path, page, out, dpi=dpi)
 
+
 def _holder(fd: int) -> str:
     """" (pid N)" from the lock file, saying when that process is gone (a descendant holds the lock)."""
     try:
