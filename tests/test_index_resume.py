@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from pdf_factory import corrupt_pdf, rich_pdf, text_pdf
 
+from trident_local.errors import TridentError
 from trident_local.index import Index
 
 TRIDENT = [sys.executable, "-m", "trident_local.cli"]
@@ -112,3 +114,19 @@ def test_index_of_only_scanned_pages_without_ocr(tmp_path: Path) -> None:
     assert not rep.failed
     assert idx.search("invoice total", pool="bm25", k=5)[0].page == 1  # listed, with score 0
     assert idx.store.manifest.documents[idx.resolve("scan")].warnings
+
+
+def test_page_image_of_a_document_not_registered_yet(tmp_path: Path) -> None:
+    """A Ray actor annotating with a VLM renders pages before the driver registers the document: the
+    image comes from the document's own path, at the same place and size as for a registered one."""
+    from trident_local.docs.workers import parse_pdf
+
+    pdf = rich_pdf(tmp_path / "solar.pdf", topic="solar")
+    idx = Index.create(tmp_path / "ix")
+    doc = parse_pdf(str(pdf), "d0c", idx.config.ocr)
+    early = idx.store.document_page_image(doc, 2)
+    assert early.exists() and early.parent == idx.store.doc_dir("d0c") / "pages"
+    idx.store.write_document(doc)
+    assert idx.store.page_image("d0c", 2) == early
+    with pytest.raises(TridentError, match=f"pages 1..{doc.n_pages}"):
+        idx.store.document_page_image(doc, doc.n_pages + 1)

@@ -15,42 +15,26 @@ obtained are :data:`trident_local.generate.evidence_answer.CONFIDENCE`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from trident_local.logistic import LogisticParams
 
 FEATURES = ("lex", "cos", "coverage", "typed", "table", "adjacent")
 
 
-@dataclass(frozen=True)
-class AnswerConfidence:
+class AnswerConfidence(LogisticParams):
     """Logistic weights over :data:`FEATURES`, the abstention threshold, and where they came from."""
 
-    weights: Mapping[str, float]
-    bias: float
-    threshold: float
-    calibration: Mapping[str, Any] = field(default_factory=dict)
-
-    def probability(self, feats: Mapping[str, float]) -> float:
-        z = self.bias + sum(w * float(feats.get(k, 0.0)) for k, w in self.weights.items())
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
-
     def with_threshold(self, threshold: float) -> AnswerConfidence:
-        return AnswerConfidence(self.weights, self.bias, threshold, self.calibration)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["weights"], d["calibration"] = dict(self.weights), dict(self.calibration)
-        return d
+        return AnswerConfidence(dict(self.weights), self.bias, threshold, dict(self.calibration))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AnswerConfidence:
-        weights = {str(k): float(v) for k, v in d["weights"].items()}
-        unknown = set(weights) - set(FEATURES)
+        unknown = set(d["weights"]) - set(FEATURES)
         if unknown:
             raise ValueError(f"unknown confidence features {sorted(unknown)}; known: {', '.join(FEATURES)}")
-        return cls(weights, float(d["bias"]), float(d["threshold"]), dict(d.get("calibration", {})))
+        return super().from_dict(d)
 
 
 def fit(features: Sequence[Mapping[str, float]], correct: Sequence[bool], *, c: float = 1.0) -> AnswerConfidence:

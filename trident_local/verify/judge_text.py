@@ -32,16 +32,13 @@ Two judges:
 
 from __future__ import annotations
 
-import json
-import math
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trident_local.logistic import LogisticParams
 from trident_local.models.budget import char_caps
 from trident_local.verify.judge_common import JUDGE_INSTRUCTIONS, ChatJudge, JudgeItem, PageSource
 from trident_local.verify.support_features import FEATURES, PageTerms, idf, lexical_features
@@ -84,33 +81,8 @@ class LLMTextJudge(ChatJudge):
 
 
 # -- the no-model support scorer -----------------------------------------------------------------------
-@dataclass
-class ScorerParams:
+class ScorerParams(LogisticParams):
     """Logistic weights over FEATURES, the decision threshold, and how they were calibrated."""
-
-    weights: dict[str, float]
-    bias: float
-    threshold: float
-    calibration: dict[str, Any] = field(default_factory=dict)
-
-    def probability(self, feats: dict[str, float]) -> float:
-        z = self.bias + sum(self.weights.get(k, 0.0) * float(v) for k, v in feats.items())
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ScorerParams:
-        return cls(weights={k: float(v) for k, v in d["weights"].items()}, bias=float(d["bias"]),
-                   threshold=float(d["threshold"]), calibration=dict(d.get("calibration", {})))
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: str | Path) -> ScorerParams:
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
 # Shipped defaults: `fit_params` on the calibration split of the MMLongBench-Doc citation instances
