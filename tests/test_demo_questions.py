@@ -84,6 +84,17 @@ def test_low_confidence_questions_abstain_with_the_right_candidate(index_dir: Pa
     assert a["support_page"] == page and (a["citations"][0]["file_name"], a["citations"][0]["page"]) == (file, page)
 
 
+def test_min_confidence_sets_the_abstention_threshold(index_dir: Path) -> None:
+    """`--min-confidence 0` answers with the candidate; 1.0 abstains even on the main demo question."""
+    kind, question, expected, file, page = LOW_CONFIDENCE[0]
+    a = ask(index_dir, question, "--min-confidence", "0")
+    assert a["text"] == expected and a["support_page"] == page and "threshold 0.00" in a["gate"]
+    a = ask(index_dir, QUESTIONS[0][1], "--min-confidence", "1")
+    assert a["text"] == ABSTAINED and a["candidate"] == QUESTIONS[0][2] and a["evidence"]
+    res = runner.invoke(app, ["ask", question, "--index", str(index_dir), "--min-confidence", "1.5"])
+    assert res.exit_code == 2 and "min-confidence" in res.output
+
+
 @pytest.mark.parametrize("question", UNANSWERABLE)
 def test_unanswerable_abstains_and_still_shows_evidence(index_dir: Path, question: str) -> None:
     a = ask(index_dir, question)

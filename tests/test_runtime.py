@@ -199,6 +199,8 @@ def test_query_fields() -> None:
     assert q.entities == ["Red Mesa"]  # the route's entities, for pool and reranker alike
     with pytest.raises(TridentError, match="must be text"):
         Query(3)  # type: ignore[arg-type]
+    with pytest.raises(TridentError, match="probability"):
+        Query("q", min_confidence=1.2)
 
 
 # -- registries and options -----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pdf_factory import corrupt_pdf, encrypted_pdf, scanned_pdf, text_pdf
 from serve_helpers import build_index, copy_index, wait_job
 
 from trident_local.errors import TridentError
+from trident_local.generate.records import ABSTAINED
 from trident_local.serve import Settings, create_app
 from trident_local.serve.gate import Gate, QueueFull
 
@@ -52,6 +53,10 @@ def test_ask_returns_cli_json_with_evidence_boxes_and_who_produced_it(client: Te
         assert any(b["bbox"][2] > b["bbox"][0] for b in first["boxes"])
     png = client.get(f"/api/indexes/r/documents/{first['doc_id']}/pages/{first['page']}.png")
     assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+    strict = client.post("/api/indexes/r/ask", json={"question": "Which region led with 2,900 megawatts?",
+                                                     "min_confidence": 1.0}).json()["answer"]
+    assert strict["text"] == ABSTAINED and strict["candidate"] == a["candidate"]
+    assert "threshold 1.00" in strict["gate"]
 
 
 def test_search_verify_and_document_info(client: TestClient) -> None:
@@ -154,6 +159,7 @@ def test_bad_requests_are_json_errors(client: TestClient) -> None:
     err(client.post("/api/indexes/r/ask", json={"question": "x" * 100_000}), 413)
     err(client.post("/api/indexes/r/ask", json={"question": "   "}), 400)
     err(client.post("/api/indexes/r/ask", json={"nothing": 1}), 422)
+    err(client.post("/api/indexes/r/ask", json={"question": "q", "min_confidence": 1.5}), 422)
     err(client.post("/api/indexes/r/ask", json={"question": "q", "docs": ["nosuchdoc"]}), 404)
     err(client.post("/api/indexes/r/verify", json={"answer": "", "doc": "solar.pdf"}), 400)
     err(client.post("/api/indexes/r/ask", content=b"[" + b"1," * 200_000 + b"1]",

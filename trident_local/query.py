@@ -33,12 +33,16 @@ class Query:
     text: str
     answer_format: str = FREE_FORM  # free_form | multiple_choice | table (LitTraceQA formats)
     route: Route | None = None
+    # the no-model answer's abstention threshold (P(correct)); None: its calibrated threshold
+    min_confidence: float | None = None
     _vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _multivectors: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
             raise TridentError(f"a question must be text, not {type(self.text).__name__}")
+        if self.min_confidence is not None and not 0.0 <= self.min_confidence <= 1.0:
+            raise TridentError(f"min_confidence is a probability in [0, 1], not {self.min_confidence}")
 
     @classmethod
     def of(cls, question: str | Query) -> Query:

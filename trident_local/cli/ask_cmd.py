@@ -45,12 +45,19 @@ def ask(
     verify: bool = typer.Option(
         True, "--verify/--no-verify", help="Check the answer against its cited pages before returning it."
     ),
+    min_confidence: float = typer.Option(
+        None, "--min-confidence", min=0.0, max=1.0,
+        help="No-model answers: answer only at this confidence (P(correct)) or above, else 'Not answerable' "
+             "with the candidate and evidence (default: the threshold calibrated on MMLongBench-Doc; lower "
+             "gives more answers and more wrong ones). Model answers have no calibrated confidence.",
+    ),
     json_out: str = json_option("the full result"),
 ) -> None:
     """Retrieve a candidate pool, rerank it over annotated records, and answer with cited pages."""
     from trident_local.generate.ask import AskOptions
     from trident_local.generate.ask import ask as run_ask
     from trident_local.index import Index
+    from trident_local.query import Query
 
     idx = Index.open(index_dir)
     if profile is not None:  # this run's chat model, for every stage (pool route, rerank, answer)
@@ -58,7 +65,7 @@ def ask(
     options = AskOptions(
         pool=pool.value, rerank=rerank.value, fields=fields.value, answer=answer.value, k_max=k_max, verify=verify
     )
-    res = run_ask(idx, question, options, doc=doc or None)
+    res = run_ask(idx, Query(question, min_confidence=min_confidence), options, doc=doc or None)
     write_json(json_out, {**res.to_dict(), "runtime": runtime_report()})
     a = res.answer
     print_answer(a)

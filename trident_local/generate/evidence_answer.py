@@ -309,4 +309,4 @@ class EvidenceFirstAnswer:
 
         embedder = index.models.embedder
         return answer_from_hits(index.store, query.text, hits, citations(index.store, hits, records),
-                                embedder, qvec=query.vector(embedder))
+                                embedder, threshold=query.min_confidence, qvec=query.vector(embedder))

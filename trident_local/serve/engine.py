@@ -281,10 +281,11 @@ class Engine:
             return [asdict(h) for h in idx.search(question, pool=pool, doc=doc_ids, k=k)]
 
     def ask(self, name: str, question: str, *, docs: list[str] | None, pool: str, rerank: str,
-            answer: str, k_max: int | None) -> dict[str, Any]:
+            answer: str, k_max: int | None, min_confidence: float | None = None) -> dict[str, Any]:
         """The CLI's ``ask --json`` result plus ``evidence``: the boxes to highlight on each cited page."""
         from trident_local.annotate import STAGE
         from trident_local.generate.ask import AskOptions, ask
+        from trident_local.query import Query
 
         with self.reading(name) as idx:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
@@ -293,8 +294,8 @@ class Engine:
                 entries = idx.store.manifest.documents
                 targets = doc_ids or idx.store.doc_ids()
                 rerank = "annotated" if all(entries[d].stages.get(STAGE) for d in targets) else "none"
-            res = ask(idx, question, AskOptions(pool=pool, rerank=rerank, answer=answer, k_max=k_max),
-                      doc=doc_ids)
+            res = ask(idx, Query(question, min_confidence=min_confidence),
+                      AskOptions(pool=pool, rerank=rerank, answer=answer, k_max=k_max), doc=doc_ids)
             out = res.to_dict()
             a = res.answer
             out["evidence"] = [

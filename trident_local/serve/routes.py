@@ -191,6 +191,7 @@ class AskBody(BaseModel):
     rerank: Literal["auto", "none", "annotated"] = "auto"  # auto: annotated when every document is
     answer: Literal["plain", "lenses", "auto"] = "auto"
     k_max: int | None = Field(None, ge=1, le=50)
+    min_confidence: float | None = Field(None, ge=0.0, le=1.0)  # no-model answers' abstention threshold
 
 
 class VerifyBody(BaseModel):
@@ -229,7 +230,8 @@ async def ask(request: Request, index: str, body: AskBody) -> dict:
     m = request.app.state.metrics
     async with request.app.state.gate.slot():
         out = await run_in_threadpool(_engine(request).ask, index, body.question, docs=body.docs, pool=body.pool,
-                                      rerank=body.rerank, answer=body.answer, k_max=body.k_max)
+                                      rerank=body.rerank, answer=body.answer, k_max=body.k_max,
+                                      min_confidence=body.min_confidence)
     m.answers.labels(out["answer"]["mode"]).inc()
     if out["rerank"].get("fallback"):
         m.fallbacks.inc()
