@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,8 +12,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from trident_local.errors import TridentError
 from trident_local.models.backends._device import pick_device
 
+log = logging.getLogger(__name__)
 _CACHE: dict[tuple[str, str], Any] = {}
 _LOCK = threading.Lock()
 
@@ -59,6 +62,34 @@ def autocast_dtype(dtype: str, device: str) -> str | None:
     raise ValueError(f"unknown embedder dtype {dtype!r}; use auto, bfloat16, float16 or float32")
 
 
+RUNTIMES = ("auto", "torch", "openvino")
+
+
+def _openvino_encoder(st: Any, model: str, runtime: str, device: str, autocast: str | None) -> Any:
+    """The OpenVINO encoder when ``runtime`` asks for it (or "auto" on a CPU where OpenVINO imports), else None.
+
+    "openvino" that cannot be honoured is an error; "auto" falls back to torch with a warning."""
+    if runtime not in RUNTIMES:
+        raise TridentError(f"unknown embedder runtime {runtime!r}; use {', '.join(RUNTIMES)}")
+    if runtime == "torch" or (runtime == "auto" and not device.startswith("cpu")):
+        return None
+    from trident_local.models.backends import openvino_encoder as ove
+
+    if not device.startswith("cpu") or not ove.openvino_available():
+        if runtime == "openvino":
+            raise TridentError("embedder runtime 'openvino' needs the openvino package and a CPU device "
+                               f"(device is {device!r}); pip install openvino, or use runtime 'torch'")
+        return None
+    precision = "bf16" if autocast == "bfloat16" else "f32"  # f16 is a GPU format; on CPU it means f32
+    try:
+        return ove.OpenVINOEncoder(st, model, precision=precision, cache=ove.cache_root())
+    except Exception as e:
+        if runtime == "openvino":
+            raise TridentError(f"OpenVINO could not run this embedder: {e}") from e
+        log.warning("OpenVINO could not run the embedder (%s); using torch", e)
+        return None
+
+
 class SentenceTransformerEmbedder:
     """`TextEmbedder` over a local sentence-transformers folder; rows are L2-normalised float32."""
 
@@ -72,11 +103,14 @@ class SentenceTransformerEmbedder:
         query_prefix: str = "",
         passage_prefix: str = "",
         max_tokens: int | None = None,
+        runtime: str = "auto",
     ) -> None:
         self.name = name
         self._model = load_sentence_transformer(model, device)
         self._device = str(self._model.device)
         self.autocast = autocast_dtype(dtype, self._device.split(":")[0])
+        self._ov = _openvino_encoder(self._model, model, runtime, self._device, self.autocast)
+        self.runtime = f"openvino ({self._ov.precision})" if self._ov is not None else "torch"
         self.dim = int(self._model.get_embedding_dimension())
         self.max_tokens = int(max_tokens or self._model.max_seq_length)
         self._prefix = {"query": query_prefix, "passage": passage_prefix}
@@ -99,6 +133,8 @@ class SentenceTransformerEmbedder:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         prefix = self._prefix[kind]
+        if self._ov is not None:
+            return self._ov.encode([prefix + t for t in texts], batch_size=batch_size)
         with self._precision():
             emb = self._model.encode(
                 [prefix + t for t in texts],

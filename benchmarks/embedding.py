@@ -1,0 +1,95 @@
+"""Dense embedding throughput on CPU: the embedder's runtimes on the same page windows, in one process.
+
+    .venv/bin/python benchmarks/embedding.py [--data ../shared/data/mmlongbench-doc/documents] \
+        [--windows 512] [--repeats 3] [--out benchmarks/results/embedding.json]
+
+Windows are cut from real PDFs exactly as the dense pool cuts them (160 words, stride 120) and
+embedded by each configuration of the default profile (minilm): torch float32, torch with the
+profile's dtype ("auto": bf16 autocast where the CPU multiplies bf16 natively), OpenVINO in the
+matching precision and OpenVINO float32. Repeats are interleaved so that load drifts hit every row
+alike; the cost is CPU seconds of this process (all its threads), reported as windows per
+CPU-second and as a ratio to torch with the profile's dtype. Quality: the lowest cosine of any
+window's vector to the torch float32 vector of the same window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+
+from trident_local.models.profiles import build_model
+from trident_local.retrieve.chunking import windows
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def page_windows(data: Path, limit: int) -> list[str]:
+    out: list[str] = []
+    for pdf in sorted(data.glob("*.pdf")):
+        with pymupdf.open(pdf) as doc:
+            for page in doc:
+                out += windows(page.get_text(), 160, 120)
+                if len(out) >= limit:
+                    return out[:limit]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/mmlongbench-doc/documents")
+    ap.add_argument("--windows", type=int, default=512)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/embedding.json")
+    args = ap.parse_args()
+    if not args.data.is_dir():
+        raise SystemExit(f"no such folder: {args.data}")
+    texts = page_windows(args.data, args.windows)
+    if not texts:
+        raise SystemExit(f"no text windows in the PDFs of {args.data}")
+    load_before = os.getloadavg()[0]
+    configs = {
+        "torch float32": dict(runtime="torch", dtype="float32"),
+        "torch, profile dtype": dict(runtime="torch"),
+        "openvino, profile dtype": dict(runtime="openvino"),
+        "openvino float32": dict(runtime="openvino", dtype="float32"),
+    }
+    models = {name: build_model("embedder", "minilm", **kw) for name, kw in configs.items()}
+    cpu: dict[str, list[float]] = {name: [] for name in models}
+    vecs: dict[str, np.ndarray] = {}
+    for _ in range(args.repeats):
+        for name, m in models.items():
+            t = time.process_time()
+            vecs[name] = m.encode(texts, batch_size=32)
+            cpu[name].append(time.process_time() - t)
+    ref = vecs["torch float32"]
+    base = statistics.median(cpu["torch, profile dtype"])
+    rows = []
+    for name, m in models.items():
+        sec = statistics.median(cpu[name])
+        rows.append({"config": name, "runtime": m.runtime, "autocast": getattr(m, "autocast", None),
+                     "cpu_s": round(sec, 3), "windows_per_cpu_s": round(len(texts) / sec, 1),
+                     "vs_torch_profile_dtype": round(base / sec, 2),
+                     "min_cosine_to_torch_fp32": round(float((vecs[name] * ref).sum(1).min()), 6)})
+    print(f"\n{len(texts)} windows (160 words, stride 120) from {args.data}; median of {args.repeats} "
+          f"interleaved repeats; load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after\n")
+    print("| config | runtime | windows per CPU-s | x torch (profile dtype) | min cosine to torch fp32 |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['config']} | {r['runtime']} | {r['windows_per_cpu_s']} | {r['vs_torch_profile_dtype']} | "
+              f"{r['min_cosine_to_torch_fp32']:.6f} |")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"windows": len(texts), "repeats": args.repeats, "cpus": os.cpu_count(),
+                                    "load_before": load_before, "load_after": os.getloadavg()[0],
+                                    "rows": rows}, indent=2))
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

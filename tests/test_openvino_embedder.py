@@ -1,0 +1,77 @@
+"""The OpenVINO runtime of the default embedder: the same vectors as torch, a cache that survives damage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trident_local.errors import TridentError
+from trident_local.models.backends import openvino_encoder as ove
+from trident_local.models.profiles import build_model
+
+pytestmark = pytest.mark.skipif(not ove.openvino_available(), reason="openvino is not installed")
+
+TEXTS = [
+    "Helios Grid's revenue in the Coastal region was 95.2 million dollars in 2023.",
+    "short",
+    " ".join(["A long window of page text about solar farms and their capacity."] * 30),  # truncated
+    "Reciprocal rank fusion with k = 60 merges the bm25 and dense rankings.",
+]
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TRIDENT_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "openvino"
+
+
+def test_openvino_gives_the_vectors_of_torch_float32(cache: Path) -> None:
+    ov_emb = build_model("embedder", "minilm", runtime="openvino")
+    ref = build_model("embedder", "minilm", runtime="torch", dtype="float32")
+    assert ov_emb.runtime.startswith("openvino") and ref.runtime == "torch"
+    for kind in ("passage", "query"):
+        a, b = ov_emb.encode(TEXTS, kind=kind, batch_size=3), ref.encode(TEXTS, kind=kind)
+        assert a.shape == b.shape == (len(TEXTS), 384) and a.dtype == np.float32
+        assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+        assert (a * b).sum(1).min() > 0.999  # row order kept although batches go longest first
+    assert ov_emb.encode([]).shape == (0, 384)
+
+
+def test_the_converted_model_is_cached_and_a_damaged_cache_is_replaced(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = build_model("embedder", "minilm", runtime="openvino").encode(TEXTS[:1])
+    entries = [p for p in cache.iterdir()]
+    assert len(entries) == 1 and (entries[0] / ove.MODEL_FILE).is_file()
+    assert not any(p.name.startswith(".tmp-") for p in cache.iterdir())  # written aside, then renamed
+
+    real_convert = ove._convert
+    monkeypatch.setattr(ove, "_convert", lambda st: pytest.fail("converted although cached"))
+    again = build_model("embedder", "minilm", runtime="openvino").encode(TEXTS[:1])
+    assert np.allclose(first, again, atol=1e-6)
+
+    (entries[0] / ove.MODEL_FILE).write_text("<truncated")  # as a kill -9 of an older writer could leave it
+    calls = []
+    monkeypatch.setattr(ove, "_convert", lambda st: calls.append(1) or real_convert(st))
+    repaired = build_model("embedder", "minilm", runtime="openvino").encode(TEXTS[:1])
+    assert calls and np.allclose(first, repaired, atol=1e-6)
+    assert (entries[0] / ove.MODEL_FILE).read_text().startswith("<?xml")
+
+
+def test_an_unwritable_cache_only_means_no_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("TRIDENT_CACHE_DIR", str(blocker))
+    emb = build_model("embedder", "minilm", runtime="openvino")
+    assert emb.encode(TEXTS[:2]).shape == (2, 384)
+
+
+def test_runtime_choice(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(TridentError, match="unknown embedder runtime"):
+        build_model("embedder", "minilm", runtime="tensorrt")
+    monkeypatch.setattr(ove, "openvino_available", lambda: False)
+    with pytest.raises(TridentError, match="needs the openvino package"):
+        build_model("embedder", "minilm", runtime="openvino")
+    assert build_model("embedder", "minilm").runtime == "torch"  # auto falls back without a word of error
