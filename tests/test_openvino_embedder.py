@@ -58,6 +58,9 @@ def test_the_converted_model_is_cached_and_a_damaged_cache_is_replaced(
     repaired = build_model("embedder", "minilm", runtime="openvino").encode(TEXTS[:1])
     assert calls and np.allclose(first, repaired, atol=1e-6)
     assert (entries[0] / ove.MODEL_FILE).read_text().startswith("<?xml")
+    (entries[0] / ove.MODEL_FILE).unlink()  # an entry left without its model is replaced as well
+    build_model("embedder", "minilm", runtime="openvino")
+    assert (entries[0] / ove.MODEL_FILE).is_file() and len(calls) == 2
 
 
 def test_an_unwritable_cache_only_means_no_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -100,6 +100,8 @@ def load_ir(st: Any, model_dir: str | Path, cache: Path | None) -> Any:
         except Exception as e:  # a damaged cache entry: convert again and replace it
             log.warning("OpenVINO cache %s unreadable (%s); converting again", final, e)
             shutil.rmtree(final, ignore_errors=True)
+    elif final.exists():  # an entry without its model (emptied by hand): replace it too
+        shutil.rmtree(final, ignore_errors=True)
     model = _convert(st)
     try:
         cache.mkdir(parents=True, exist_ok=True)
