@@ -71,6 +71,14 @@ def test_an_unwritable_cache_only_means_no_cache(tmp_path: Path, monkeypatch: py
     assert emb.encode(TEXTS[:2]).shape == (2, 384)
 
 
+def test_the_runtime_report_names_the_embedders_runtime(cache: Path) -> None:
+    from trident_local.models.runtime import Models, runtime_report
+
+    Models(profiles={"embedder": "minilm"}).embedder.encode(["x"])
+    builds = [b for b in runtime_report()["builds"] if b["role"] == "embedder"]
+    assert builds and builds[-1]["runtime"] in ("openvino (bf16)", "openvino (f32)")
+
+
 def test_runtime_choice(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(TridentError, match="unknown embedder runtime"):
         build_model("embedder", "minilm", runtime="tensorrt")

@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
 CONFIG_ROLES = ("chat", "embedder", "multivector", "ocr")  # roles whose profile the index config names
 
-# (role, profile, chat usage or None) of every runtime's builds, in order; no model is kept alive here
-_PROCESS_BUILDS: list[tuple[str, str, ChatUsage | None]] = []
+# (role, profile, chat usage or None, what runs it or None) of every runtime's builds, in order;
+# no model is kept alive here
+_PROCESS_BUILDS: list[tuple[str, str, ChatUsage | None, str | None]] = []
 _PROCESS_LOCK = threading.Lock()
 
 
@@ -71,7 +72,8 @@ class ModelCache:
                 if role == "chat" and model is not None:
                     model = MeteredChat(model)
                 with _PROCESS_LOCK:
-                    _PROCESS_BUILDS.append((*key, model.usage if isinstance(model, MeteredChat) else None))
+                    _PROCESS_BUILDS.append((*key, model.usage if isinstance(model, MeteredChat) else None,
+                                            getattr(model, "runtime", None)))
                 if role in self.batching and hasattr(model, "chat"):
                     hook = (lambda n, r=role: self.on_batch(r, n)) if self.on_batch else None
                     model = BatchingChat(model, self.batching[role], on_batch=hook)
@@ -175,13 +177,15 @@ class Models:
 def runtime_report() -> dict[str, Any]:
     """What this process built (every runtime together) and what its chat models' calls used.
 
-    ``builds``: one entry per model built, in order: two chat entries mean two engines.
+    ``builds``: one entry per model built, in order: two chat entries mean two engines; ``runtime``
+    where the backend says what runs it (the embedder: "openvino (bf16)" or "torch").
     ``chat``: per chat profile, its :class:`~trident_local.models.metered.ChatUsage` (context,
     counter, tokens, refused and lowered requests).
     """
     with _PROCESS_LOCK:
         built = list(_PROCESS_BUILDS)
     return {
-        "builds": [{"role": role, "profile": profile} for role, profile, _ in built],
-        "chat": {profile: u.to_dict() for _, profile, u in built if u is not None},
+        "builds": [{"role": role, "profile": profile, **({"runtime": rt} if rt else {})}
+                   for role, profile, _, rt in built],
+        "chat": {profile: u.to_dict() for _, profile, u, _ in built if u is not None},
     }
