@@ -118,7 +118,10 @@ def _has_rules(page: pymupdf.Page, minimum: int = 2) -> bool:
 
 
 def detect_tables(page: pymupdf.Page) -> list[tuple[BBox, str]]:
-    """Tables found by PyMuPDF (ruled lines first, then text alignment when the page has few drawings)."""
+    """Ruled tables found by PyMuPDF's line strategy, with their cells as "a | b" lines.
+
+    A table drawn without rules is kept by its caption only; its cells are rebuilt from the word
+    blocks where an answer needs them (:mod:`trident_local.generate.tables`)."""
     out: list[tuple[BBox, str]] = []
     words = None
     if not _has_rules(page):  # the line strategy cannot find a table on a page without rules: skip its cost
