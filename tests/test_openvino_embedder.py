@@ -86,3 +86,13 @@ def test_runtime_choice(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(TridentError, match="needs the openvino package"):
         build_model("embedder", "minilm", runtime="openvino")
     assert build_model("embedder", "minilm").runtime == "torch"  # auto falls back without a word of error
+
+
+def test_a_conversion_that_changes_the_vectors_is_refused(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model whose converted vectors are not its own: 'openvino' is an error, 'auto' keeps torch."""
+    real_encode = ove.OpenVINOEncoder.encode
+    monkeypatch.setattr(ove.OpenVINOEncoder, "encode",
+                        lambda self, texts, **kw: -real_encode(self, texts, **kw))
+    with pytest.raises(TridentError, match="vectors differ"):
+        build_model("embedder", "minilm", runtime="openvino")
+    assert build_model("embedder", "minilm").runtime == "torch"

@@ -7,7 +7,8 @@ rate when other processes compete for the cores, where torch's spinning OpenMP t
 two thirds of theirs (`benchmarks/embedding.py`; `trident index` 1.14x pages/s, 14% fewer CPU-s).
 Only the transformer is converted (``openvino.convert_model`` from the loaded torch module, no
 export tool or download); tokenising, pooling and normalising stay the sentence-transformers
-modules of the model, so the vectors are the model's own.
+modules of the model, so the vectors are the model's own; at load two check sentences must give
+torch's float32 vectors (cosine >= 0.99), or the conversion is refused.
 
 The converted model is cached as OpenVINO IR under ``$TRIDENT_CACHE_DIR`` (default
 ``~/.cache/trident_local``)/openvino, keyed by the weights and the library versions; it is written
@@ -32,6 +33,9 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 MODEL_FILE = "model.xml"
+MIN_COSINE = 0.99  # to torch float32 on the check sentences; bf16 gives >= 0.9999
+CHECK_TEXTS = ["Revenue in the Coastal region rose to 95.2 million dollars in 2023.",
+               "Which figure shows recall as the candidate pool grows?"]
 
 
 def openvino_available() -> bool:
@@ -130,6 +134,17 @@ class OpenVINOEncoder:
         self._inputs = [i.get_any_name() for i in self._compiled.inputs]
         self._output = self._compiled.output(0)
         self._local = threading.local()  # an infer request per thread: a request is not thread-safe
+        self._check()
+
+    def _check(self) -> None:
+        """Refuse a conversion whose vectors are not the model's (a profile's model of another kind)."""
+        import torch
+
+        with torch.no_grad():
+            ref = np.asarray(self._st.encode(CHECK_TEXTS, normalize_embeddings=True), dtype=np.float32)
+        cos = float((self.encode(CHECK_TEXTS) * ref).sum(1).min())
+        if not cos >= MIN_COSINE:
+            raise ValueError(f"its vectors differ from torch's (cosine {cos:.4f} < {MIN_COSINE})")
 
     def _request(self) -> Any:
         req = getattr(self._local, "request", None)
