@@ -85,9 +85,16 @@ def _convert(st: Any) -> Any:
 
     feats = _example_inputs(st)
     names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in feats]
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # tracer warnings about the model's Python branches: expected
-        return ov.convert_model(st[0].auto_model, example_input={k: feats[k] for k in names})
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # tracing reads config fields it then warns about: noise to a user
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer warnings about the model's Python branches: expected
+            return ov.convert_model(st[0].auto_model, example_input={k: feats[k] for k in names})
+    finally:
+        hf_logging.set_verbosity(level)
 
 
 def load_ir(st: Any, model_dir: str | Path, cache: Path | None) -> Any:
