@@ -97,11 +97,10 @@ def _convert(st: Any) -> Any:
         hf_logging.set_verbosity(level)
 
 
-def load_ir(st: Any, model_dir: str | Path, cache: Path | None) -> Any:
+def load_ir(core: Any, st: Any, model_dir: str | Path, cache: Path | None) -> Any:
     """The transformer as an OpenVINO model: from the cache when there, else converted (and cached)."""
     import openvino as ov
 
-    core = ov.Core()
     if cache is None:
         return _convert(st)
     final = cache / cache_key(model_dir)
@@ -136,8 +135,9 @@ class OpenVINOEncoder:
         self._st = st
         self._tail = list(st)[1:]  # pooling, normalisation, ...: run as torch modules
         self.precision = precision
-        model = load_ir(st, model_dir, cache)
-        self._compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": precision})
+        core = ov.Core()
+        model = load_ir(core, st, model_dir, cache)
+        self._compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": precision})
         self._inputs = [i.get_any_name() for i in self._compiled.inputs]
         self._output = self._compiled.output(0)
         self._local = threading.local()  # an infer request per thread: a request is not thread-safe

@@ -68,7 +68,8 @@ RUNTIMES = ("auto", "torch", "openvino")
 def _openvino_encoder(st: Any, model: str, runtime: str, device: str, autocast: str | None) -> Any:
     """The OpenVINO encoder when ``runtime`` asks for it (or "auto" on a CPU where OpenVINO imports), else None.
 
-    "openvino" that cannot be honoured is an error; "auto" falls back to torch with a warning."""
+    "openvino" that cannot be honoured is an error; "auto" falls back to torch: silently when OpenVINO is
+    not installed, with a warning when it is but cannot run this model."""
     if runtime not in RUNTIMES:
         raise TridentError(f"unknown embedder runtime {runtime!r}; use {', '.join(RUNTIMES)}")
     if runtime == "torch" or (runtime == "auto" and not device.startswith("cpu")):
