@@ -28,6 +28,7 @@ from trident_local.docs.workers import parse_pdf
 from trident_local.errors import IngestError, TridentError
 from trident_local.index import AddReport, FileResult, Index, expand_paths
 from trident_local.scale.ray_runtime import actor_count, actor_gpus, ray_map
+from trident_local.store.stages import StageRunner
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +73,7 @@ class _Prepare:
             doc = Document.from_dict(json.loads(row["doc_json"]))
             for stage in self.stages:
                 if stage.name not in done:
-                    if stage.saved is None or not stage.saved(doc.doc_id):  # saved: killed before marking
-                        stage.run(doc)
+                    stage.ensure(doc)  # files saved by a run killed before marking are not redone
                     prepared.append(stage.name)
         except IngestError as e:
             return dict(row, prepared="", error=str(e))
@@ -206,11 +206,7 @@ def _record(index: Index, row: dict[str, Any], finish: Callable[[FileResult], No
             index.store.write_document(doc)
         for name in filter(None, row["prepared"].split(",")):
             index.store.mark(doc_id, name)
-        for stage in index.doc_stages:
-            if not index.store.manifest.documents[doc_id].stages.get(stage.name):
-                if stage.saved is None or not stage.saved(doc_id):  # saved: killed before marking
-                    stage.run(doc)
-                index.store.mark(doc_id, stage.name)
+        StageRunner(index.store, index.doc_stages).run(doc)  # those no actor ran
     except TridentError:
         raise
     except Exception as e:

@@ -28,6 +28,13 @@ class Stage(NamedTuple):
     run: Callable[[Document], None]
     saved: Callable[[str], bool] | None = None
 
+    def ensure(self, doc: Document, *, force: bool = False) -> bool:
+        """Run the stage unless its files are already saved (or ``force``); True when it ran."""
+        if force or self.saved is None or not self.saved(doc.doc_id):
+            self.run(doc)
+            return True
+        return False
+
 
 class StageRunner:
     """Run a document's unfinished stages in order and mark each in the manifest."""
@@ -48,8 +55,7 @@ class StageRunner:
         """The names of the stages that ran (those found saved are only marked)."""
         ran = []
         for stage in self.pending(doc.doc_id, force=force):
-            if force or stage.saved is None or not stage.saved(doc.doc_id):
-                stage.run(doc)
+            if stage.ensure(doc, force=force):
                 ran.append(stage.name)
             self.store.mark(doc.doc_id, stage.name)
         return ran
