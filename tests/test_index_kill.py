@@ -51,7 +51,7 @@ def killed(tmp_path_factory) -> tuple[Path, Path, list[int]]:
     corpus = d / "pdfs"
     corpus.mkdir()
     for i, topic in enumerate(["solar", "wind", "hydro", "tidal"]):
-        rich_pdf(corpus / f"{i}_{topic}.pdf", topic=topic, pages=8)
+        rich_pdf(corpus / f"{i}_{topic}.pdf", topic=topic, pages=24)  # long enough to be caught between two documents
     idx = d / "idx"
     proc = subprocess.Popen([*TRIDENT, "index", str(corpus), "--index", str(idx), "--workers", "2"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
