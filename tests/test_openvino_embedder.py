@@ -96,3 +96,64 @@ def test_a_conversion_that_changes_the_vectors_is_refused(cache: Path, monkeypat
     with pytest.raises(TridentError, match="vectors differ"):
         build_model("embedder", "minilm", runtime="openvino")
     assert build_model("embedder", "minilm").runtime == "torch"
+
+
+def test_a_checked_cache_entry_loads_without_torch(cache: Path) -> None:
+    """The second process on a CPU runs the cached IR with the saved tokenizer: no torch, no
+    sentence-transformers, the same vectors as the full path (tokens and all)."""
+    import subprocess
+    import sys
+
+    from trident_local.models.backends._device import gpu_device_nodes
+
+    full = build_model("embedder", "minilm", runtime="openvino")
+    assert isinstance(full._ov, ove.OpenVINOEncoder)  # nothing cached yet: converted and checked
+    entry = next(cache.iterdir())
+    assert ove.read_meta(entry)["checked"] == [full._ov.precision]
+    fast = build_model("embedder", "minilm")
+    assert isinstance(fast._ov, ove.CachedEncoder) and fast.runtime == full.runtime
+    assert fast.dim == full.dim == 384 and fast.max_tokens == full.max_tokens == 256
+    texts = [*TEXTS, "", "  padded with spaces  ", "Ünïcode café — ﬁnal ligature"]
+    for kind in ("passage", "query"):
+        a, b = fast.encode(texts, kind=kind, batch_size=3), full.encode(texts, kind=kind, batch_size=3)
+        assert np.abs(a - b).max() < 1e-5
+    if gpu_device_nodes():
+        pytest.skip("a GPU device node is present: 'auto' asks torch which device to use")
+    probe = ("import sys; from trident_local.models.profiles import build_model; "
+             "e = build_model('embedder', 'minilm'); e.encode(['x']); "
+             "print(type(e._ov).__name__, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["CachedEncoder", "False", "False"]
+
+
+def test_a_damaged_or_unchecked_description_falls_back_and_is_written_again(cache: Path) -> None:
+    build_model("embedder", "minilm", runtime="openvino")
+    entry = next(cache.iterdir())
+    precision = ove.read_meta(entry)["checked"][0]
+    other = "f32" if precision == "bf16" else "bf16"
+    assert ove.CachedEncoder.load(ove_model_dir(), other, cache) is None  # never checked in that precision
+
+    (entry / ove.TOKENIZER_FILE).write_text('{"trunc')  # as a kill -9 of an older writer could leave it
+    assert ove.CachedEncoder.load(ove_model_dir(), precision, cache) is None
+    emb = build_model("embedder", "minilm", runtime="openvino")  # the full path, which writes it again
+    assert isinstance(emb._ov, ove.OpenVINOEncoder)
+    assert isinstance(build_model("embedder", "minilm")._ov, ove.CachedEncoder)
+
+    (entry / ove.META_FILE).write_text("not json")
+    assert isinstance(build_model("embedder", "minilm")._ov, ove.OpenVINOEncoder)
+    assert ove.read_meta(entry)["checked"] == [precision]
+
+
+def test_only_plain_pooling_pipelines_are_described() -> None:
+    """A model with more than Transformer -> Pooling -> Normalize keeps the full path."""
+    from trident_local.models.backends.st_embedder import load_sentence_transformer
+
+    st = load_sentence_transformer(ove_model_dir(), "cpu")
+    assert ove.describe(st)["pooling"] == "mean"
+    assert ove.describe([*st, st[1]]) is None  # an extra module after the normalisation
+
+
+def ove_model_dir() -> str:
+    from trident_local.models.profiles import load_profile
+
+    return str(load_profile("minilm").weights_path())

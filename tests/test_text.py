@@ -68,3 +68,11 @@ def test_windows() -> None:
 ])
 def test_question_cues(q: str, kind: str, atype: str, expect: str) -> None:
     assert (question_kind(q), answer_type(q), expected_type(q)) == (kind, atype, expect)
+
+
+def test_the_copied_stop_words_are_scikit_learns() -> None:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from trident_local.stop_words_en import ENGLISH_STOP_WORDS as copied
+
+    assert copied == ENGLISH_STOP_WORDS

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+from trident_local.stop_words_en import ENGLISH_STOP_WORDS
 
 # -- stop words -------------------------------------------------------------------------------------------------------
 _QA_FILLER = {"according", "report", "document", "page", "pages", "does", "did", "shown", "show", "shows", "using",

@@ -13,11 +13,16 @@ torch's float32 vectors (cosine >= 0.99), or the conversion is refused.
 The converted model is cached as OpenVINO IR under ``$TRIDENT_CACHE_DIR`` (default
 ``~/.cache/trident_local``)/openvino, keyed by the weights and the library versions; it is written
 to a temporary folder and renamed into place, so a killed process leaves no half-written model.
+Beside the IR the entry keeps the model's tokenizer and a description of its pooling, and records
+each precision whose check passed: a later process then runs :class:`CachedEncoder`, which needs
+neither torch nor sentence-transformers (their imports and the weights' load were most of a
+``trident index`` start-up on a CPU), and falls back to this full path when anything is missing.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import logging
 import os
 import shutil
@@ -33,6 +38,9 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 MODEL_FILE = "model.xml"
+META_FILE = "encoder.json"  # pooling, tokenizer settings and the precisions whose check passed
+TOKENIZER_FILE = "tokenizer.json"
+POOLING_MODES = ("mean", "cls", "max")
 MIN_COSINE = 0.99  # to torch float32 on the check sentences; bf16 gives >= 0.9999
 CHECK_TEXTS = ["Revenue in the Coastal region rose to 95.2 million dollars in 2023.",
                "Which figure shows recall as the candidate pool grows?"]
@@ -50,14 +58,20 @@ def cache_root() -> Path:
     return Path(os.environ.get("TRIDENT_CACHE_DIR") or Path.home() / ".cache" / "trident_local") / "openvino"
 
 
-def cache_key(model_dir: str | Path) -> str:
-    """Changes when the weights (name, size, mtime) or the converting libraries change."""
-    import openvino
-    import torch
-    import transformers
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "-"
 
+
+def cache_key(model_dir: str | Path) -> str:
+    """Changes when the weights (name, size, mtime) or the converting libraries change.
+
+    Versions come from the installed distributions, so that computing the key imports nothing."""
     h = hashlib.sha256()
-    h.update(f"{openvino.__version__}|{torch.__version__}|{transformers.__version__}".encode())
+    libs = ("openvino", "torch", "transformers", "sentence-transformers", "tokenizers")
+    h.update("|".join(_version(d) for d in libs).encode())
     folder = Path(model_dir)
     if folder.is_dir():
         for f in sorted(folder.rglob("*")):
@@ -97,36 +111,120 @@ def _convert(st: Any) -> Any:
         hf_logging.set_verbosity(level)
 
 
-def load_ir(core: Any, st: Any, model_dir: str | Path, cache: Path | None) -> Any:
-    """The transformer as an OpenVINO model: from the cache when there, else converted (and cached)."""
+def describe(st: Any) -> dict[str, Any] | None:
+    """What :class:`CachedEncoder` needs to reproduce ``st.encode`` without torch; None when the model
+    is more than Transformer -> Pooling (mean, cls or max) -> Normalize, lowercases by itself, has
+    prompts, or has no fast tokenizer: such a model keeps the full path."""
+    mods = list(st)
+    names = [type(m).__name__ for m in mods]
+    if names[:2] != ["Transformer", "Pooling"] or any(n != "Normalize" for n in names[2:]):
+        return None
+    tok = getattr(mods[0], "tokenizer", None)
+    mode = getattr(mods[1], "pooling_mode", None)
+    if (tok is None or getattr(tok, "backend_tokenizer", None) is None or mode not in POOLING_MODES
+            or getattr(mods[0], "do_lower_case", False) or any((getattr(st, "prompts", None) or {}).values())
+            or getattr(st, "default_prompt_name", None)):
+        return None
+    return {"pooling": mode, "max_length": int(tok.model_max_length), "dim": int(st.get_embedding_dimension()),
+            "pad_id": int(tok.pad_token_id), "pad_token": str(tok.pad_token),
+            "pad_type_id": int(getattr(tok, "pad_token_type_id", 0)),
+            "padding_side": tok.padding_side, "truncation_side": tok.truncation_side}
+
+
+def _read_cached(core: Any, entry: Path) -> Any | None:
+    """The cached IR, or None (a damaged or model-less entry is removed so that it is written again)."""
+    if (entry / MODEL_FILE).is_file():
+        try:
+            return core.read_model(str(entry / MODEL_FILE))
+        except Exception as e:
+            log.warning("OpenVINO cache %s unreadable (%s); converting again", entry, e)
+            shutil.rmtree(entry, ignore_errors=True)
+    elif entry.exists():  # an entry without its model (emptied by hand): replace it too
+        shutil.rmtree(entry, ignore_errors=True)
+    return None
+
+
+def _save_entry(entry: Path, model: Any) -> None:
+    """Write the IR into a temporary folder and rename it into place (a killed writer leaves no entry)."""
     import openvino as ov
 
-    if cache is None:
-        return _convert(st)
-    final = cache / cache_key(model_dir)
-    if (final / MODEL_FILE).is_file():
-        try:
-            return core.read_model(str(final / MODEL_FILE))
-        except Exception as e:  # a damaged cache entry: convert again and replace it
-            log.warning("OpenVINO cache %s unreadable (%s); converting again", final, e)
-            shutil.rmtree(final, ignore_errors=True)
-    elif final.exists():  # an entry without its model (emptied by hand): replace it too
-        shutil.rmtree(final, ignore_errors=True)
-    model = _convert(st)
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache))
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
         ov.save_model(model, str(tmp / MODEL_FILE), compress_to_fp16=False)
         try:
-            os.replace(tmp, final)
+            os.replace(tmp, entry)
         except OSError:  # another process cached it first
             shutil.rmtree(tmp, ignore_errors=True)
     except OSError as e:  # a read-only home is not an error: the model is simply not cached
         log.info("OpenVINO model not cached (%s)", e)
-    return model
 
 
-class OpenVINOEncoder:
+def read_meta(entry: Path) -> dict[str, Any]:
+    """The entry's description (raises when it is missing or not a JSON object)."""
+    from trident_local.store.atomic import read_json
+
+    meta = read_json(entry / META_FILE)
+    if not isinstance(meta, dict):
+        raise ValueError(f"{entry / META_FILE} is not a JSON object")
+    return meta
+
+
+def _record_check(entry: Path, st: Any, precision: str) -> None:
+    """Let later processes skip torch: save the tokenizer and the description, and add ``precision``
+    to the precisions whose check passed (each file replaced atomically)."""
+    from trident_local.store.atomic import atomic_write_json, atomic_write_text
+
+    meta = describe(st)
+    if meta is None or not (entry / MODEL_FILE).is_file():
+        return
+    try:
+        old = read_meta(entry)
+    except (OSError, ValueError):  # missing or damaged: written anew below
+        old = {}
+    checked = set(old.get("checked", ()))
+    try:
+        atomic_write_text(entry / TOKENIZER_FILE, st[0].tokenizer.backend_tokenizer.to_str())
+        atomic_write_json(entry / META_FILE, {**meta, "checked": sorted(checked | {precision})})
+    except (OSError, ValueError) as e:
+        log.info("OpenVINO cache description not written (%s)", e)
+
+
+def _encode_sorted(texts: Sequence[str], batch_size: int, embed: Any) -> np.ndarray:
+    """``embed(batch) -> (n, dim)`` over batches taken longest first (less padding), rows returned in
+    the order of ``texts`` and L2-normalised."""
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    rows: np.ndarray | None = None
+    for start in range(0, len(texts), batch_size):
+        idx = order[start : start + batch_size]
+        emb = embed([texts[i] for i in idx])
+        if rows is None:
+            rows = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
+        rows[idx] = emb
+    assert rows is not None
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return np.ascontiguousarray(rows / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+class _Compiled:
+    """A compiled model and an infer request per thread (a request is not thread-safe)."""
+
+    def __init__(self, core: Any, model: Any, precision: str) -> None:
+        self.precision = precision
+        self._compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": precision})
+        self._inputs = [i.get_any_name() for i in self._compiled.inputs]
+        self._output = self._compiled.output(0)
+        self._local = threading.local()
+
+    def token_embeddings(self, feats: dict[str, np.ndarray]) -> np.ndarray:
+        req = getattr(self._local, "request", None)
+        if req is None:
+            req = self._local.request = self._compiled.create_infer_request()
+        res = req.infer({k: feats[k] for k in self._inputs})
+        return np.asarray(res[self._output], dtype=np.float32)
+
+
+class OpenVINOEncoder(_Compiled):
     """``encode`` as sentence-transformers does it, with the transformer compiled by OpenVINO."""
 
     def __init__(self, st: Any, model_dir: str | Path, *, precision: str, cache: Path | None = None) -> None:
@@ -134,14 +232,18 @@ class OpenVINOEncoder:
 
         self._st = st
         self._tail = list(st)[1:]  # pooling, normalisation, ...: run as torch modules
-        self.precision = precision
         core = ov.Core()
-        model = load_ir(core, st, model_dir, cache)
-        self._compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": precision})
-        self._inputs = [i.get_any_name() for i in self._compiled.inputs]
-        self._output = self._compiled.output(0)
-        self._local = threading.local()  # an infer request per thread: a request is not thread-safe
+        entry = cache / cache_key(model_dir) if cache is not None else None
+        model = _read_cached(core, entry) if entry is not None else None
+        converted = model is None
+        if converted:
+            model = _convert(st)
+        super().__init__(core, model, precision)
         self._check()
+        if entry is not None:
+            if converted:
+                _save_entry(entry, model)
+            _record_check(entry, st, precision)
 
     def _check(self) -> None:
         """Refuse a conversion whose vectors are not the model's (a profile's model of another kind)."""
@@ -153,31 +255,72 @@ class OpenVINOEncoder:
         if not cos >= MIN_COSINE:
             raise ValueError(f"its vectors differ from torch's (cosine {cos:.4f} < {MIN_COSINE})")
 
-    def _request(self) -> Any:
-        req = getattr(self._local, "request", None)
-        if req is None:
-            req = self._local.request = self._compiled.create_infer_request()
-        return req
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        feats = _tokenize(self._st, texts)
+        out = self.token_embeddings({k: v.numpy() for k, v in feats.items() if hasattr(v, "numpy")})
+        feats["token_embeddings"] = torch.from_numpy(out)
+        with torch.no_grad():
+            for module in self._tail:
+                feats = module(feats)
+        return feats["sentence_embedding"].float().numpy()
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
         """L2-normalised float32 rows in the order of ``texts`` (batched longest first, as ST does)."""
-        import torch
+        return _encode_sorted(texts, batch_size, self._embed)
 
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        rows: np.ndarray | None = None
-        req = self._request()
-        for start in range(0, len(texts), batch_size):
-            idx = order[start : start + batch_size]
-            feats = _tokenize(self._st, [texts[i] for i in idx])
-            res = req.infer({k: feats[k].numpy() for k in self._inputs})
-            feats["token_embeddings"] = torch.from_numpy(np.asarray(res[self._output], dtype=np.float32))
-            with torch.no_grad():
-                for module in self._tail:
-                    feats = module(feats)
-            emb = feats["sentence_embedding"].float().numpy()
-            if rows is None:
-                rows = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
-            rows[idx] = emb
-        assert rows is not None
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        return np.ascontiguousarray(rows / np.maximum(norms, 1e-12), dtype=np.float32)
+
+class CachedEncoder(_Compiled):
+    """A cached entry run with the saved tokenizer and numpy pooling: no torch, no sentence-transformers.
+
+    Used only for a precision whose check against torch passed when the entry was written; the
+    tokeniser settings are those sentence-transformers passes (pad to the longest, truncate at the
+    model's maximum), and the tests hold its vectors to the full path's."""
+
+    def __init__(self, entry: Path, meta: dict[str, Any], precision: str) -> None:
+        import openvino as ov
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(entry / TOKENIZER_FILE))
+        tok.enable_truncation(max_length=int(meta["max_length"]), strategy="longest_first",
+                              direction=meta["truncation_side"])
+        tok.enable_padding(direction=meta["padding_side"], pad_id=int(meta["pad_id"]),
+                           pad_type_id=int(meta["pad_type_id"]), pad_token=meta["pad_token"])
+        self._tok = tok
+        self._pooling = meta["pooling"]
+        self.dim = int(meta["dim"])
+        self.max_seq_length = int(meta["max_length"])
+        core = ov.Core()
+        super().__init__(core, core.read_model(str(entry / MODEL_FILE)), precision)
+
+    @classmethod
+    def load(cls, model_dir: str | Path, precision: str, cache: Path | None) -> CachedEncoder | None:
+        """The encoder when the cache holds a checked entry for ``precision``; None otherwise."""
+        if cache is None:
+            return None
+        entry = cache / cache_key(model_dir)
+        try:
+            meta = read_meta(entry)
+            if precision not in meta.get("checked", ()) or meta.get("pooling") not in POOLING_MODES:
+                return None
+            return cls(entry, meta, precision)
+        except Exception as e:  # anything missing or damaged: the full path converts and records again
+            log.debug("no torch-free OpenVINO encoder from %s: %s", entry, e)
+            return None
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        encs = self._tok.encode_batch(texts)
+        mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+        feats = {"input_ids": np.array([e.ids for e in encs], dtype=np.int64), "attention_mask": mask,
+                 "token_type_ids": np.array([e.type_ids for e in encs], dtype=np.int64)}
+        tokens = self.token_embeddings(feats)
+        if self._pooling == "cls":
+            return tokens[:, 0]
+        m = mask[:, :, None].astype(np.float32)
+        if self._pooling == "max":
+            return np.where(m > 0, tokens, -1e9).max(axis=1)
+        return (tokens * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
+        return _encode_sorted(texts, batch_size, self._embed)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 
 from trident_local.errors import TridentError
-from trident_local.models.backends._device import pick_device
+from trident_local.models.backends._device import gpu_device_nodes, pick_device
 
 log = logging.getLogger(__name__)
 _CACHE: dict[tuple[str, str], Any] = {}
@@ -91,6 +91,19 @@ def _openvino_encoder(st: Any, model: str, runtime: str, device: str, autocast: 
         return None
 
 
+def _cached_openvino_encoder(model: str, runtime: str, device: str, dtype: str) -> Any:
+    """The torch-free OpenVINO encoder when the device is surely the CPU and the cache holds a
+    checked conversion of this model in this precision (written by an earlier full load); else None."""
+    if runtime not in ("auto", "openvino") or not (device == "cpu" or (device == "auto" and not gpu_device_nodes())):
+        return None
+    from trident_local.models.backends import openvino_encoder as ove
+
+    if not ove.openvino_available():
+        return None
+    precision = "bf16" if autocast_dtype(dtype, "cpu") == "bfloat16" else "f32"
+    return ove.CachedEncoder.load(model, precision, ove.cache_root())
+
+
 class SentenceTransformerEmbedder:
     """`TextEmbedder` over a local sentence-transformers folder; rows are L2-normalised float32."""
 
@@ -107,14 +120,20 @@ class SentenceTransformerEmbedder:
         runtime: str = "auto",
     ) -> None:
         self.name = name
-        self._model = load_sentence_transformer(model, device)
-        self._device = str(self._model.device)
-        self.autocast = autocast_dtype(dtype, self._device.split(":")[0])
-        self._ov = _openvino_encoder(self._model, model, runtime, self._device, self.autocast)
-        self.runtime = f"openvino ({self._ov.precision})" if self._ov is not None else "torch"
-        self.dim = int(self._model.get_embedding_dimension())
-        self.max_tokens = int(max_tokens or self._model.max_seq_length)
         self._prefix = {"query": query_prefix, "passage": passage_prefix}
+        self._ov: Any = _cached_openvino_encoder(model, runtime, device, dtype)
+        if self._ov is not None:  # neither torch nor sentence-transformers is loaded
+            self._model, self._device = None, "cpu"
+            self.autocast = autocast_dtype(dtype, "cpu")
+            self.dim, self.max_tokens = self._ov.dim, int(max_tokens or self._ov.max_seq_length)
+        else:
+            self._model = load_sentence_transformer(model, device)
+            self._device = str(self._model.device)
+            self.autocast = autocast_dtype(dtype, self._device.split(":")[0])
+            self._ov = _openvino_encoder(self._model, model, runtime, self._device, self.autocast)
+            self.dim = int(self._model.get_embedding_dimension())
+            self.max_tokens = int(max_tokens or self._model.max_seq_length)
+        self.runtime = f"openvino ({self._ov.precision})" if self._ov is not None else "torch"
 
     def _precision(self):
         if self.autocast is None:
