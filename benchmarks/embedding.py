@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/embedding.py [--data ../shared/data/mmlongbench-doc/documents] \
         [--windows 512] [--repeats 3] [--out benchmarks/results/embedding.json]
 
-Windows are cut from real PDFs exactly as the dense pool cuts them (160 words, stride 120) and
+Windows are cut from real PDFs exactly as the dense pool of a new index cuts them and
 embedded by each configuration of the default profile (minilm): torch float32, torch with the
 profile's dtype ("auto": bf16 autocast where the CPU multiplies bf16 natively), OpenVINO in the
 matching precision and OpenVINO float32. Repeats are interleaved so that load drifts hit every row
@@ -24,10 +24,12 @@ from pathlib import Path
 import numpy as np
 import pymupdf
 
+from trident_local.config import Config
 from trident_local.models.profiles import build_model
 from trident_local.retrieve.chunking import windows
 
 ROOT = Path(__file__).resolve().parents[1]
+CFG = Config()
 
 
 def page_windows(data: Path, limit: int) -> list[str]:
@@ -35,7 +37,7 @@ def page_windows(data: Path, limit: int) -> list[str]:
     for pdf in sorted(data.glob("*.pdf")):
         with pymupdf.open(pdf) as doc:
             for page in doc:
-                out += windows(page.get_text(), 160, 120)
+                out += windows(page.get_text(), CFG.chunk_words, CFG.chunk_stride)
                 if len(out) >= limit:
                     return out[:limit]
     return out
@@ -77,7 +79,7 @@ def main() -> None:
                      "cpu_s": round(sec, 3), "windows_per_cpu_s": round(len(texts) / sec, 1),
                      "vs_torch_profile_dtype": round(base / sec, 2),
                      "min_cosine_to_torch_fp32": round(float((vecs[name] * ref).sum(1).min()), 6)})
-    print(f"\n{len(texts)} windows (160 words, stride 120) from {args.data}; median of {args.repeats} "
+    print(f"\n{len(texts)} windows ({CFG.chunk_words} words, stride {CFG.chunk_stride}) from {args.data}; median of {args.repeats} "
           f"interleaved repeats; load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after\n")
     print("| config | runtime | windows per CPU-s | x torch (profile dtype) | min cosine to torch fp32 |")
     print("|---|---|---|---|---|")
