@@ -11,7 +11,7 @@ are not below the raw pool's, the one whose smaller gain over the pool is larges
 (ties: best F1@5, then the larger margins); none qualifying: never trust the fused
 order. The test split is evaluated only at that pair (and at the raw pool, the
 ungated reranker and the previous single-margin gate, for reference). Writes JSON
-to --out.
+to --out. The shipped pair (``rerank/gate.py``) is reported beside the fitted one.
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     from trident_local.evaluate.mmlongbench import load_samples, resolve_records
     from trident_local.index import Index
     from trident_local.models.profiles import build_model
+    from trident_local.rerank.gate import CUT_MARGIN, ORDER_MARGIN
 
     index = Index.open(args.index)
     loaded = resolve_records(load_samples(args.dataset), index.store)
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             "fused, ungated (cut always)": evaluate(data[split], (0.0, 0.0), k),
             "single margin 0.3 (cut)": evaluate(data[split], (0.3, 0.3), k),
             f"gate {best[0]} / cut {best[1]}": evaluate(data[split], best, k),
+            # what users run: the shipped pair, which may differ from this index's fit
+            f"shipped {ORDER_MARGIN} / cut {CUT_MARGIN}": evaluate(data[split], (ORDER_MARGIN, CUT_MARGIN), k),
         }
     print(f"gate fitted on calib: order_margin = {best[0]}, cut_margin = {best[1]}")
     for split in ("calib", "test"):
