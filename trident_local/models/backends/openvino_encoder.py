@@ -114,7 +114,7 @@ def _convert(st: Any) -> Any:
 def describe(st: Any) -> dict[str, Any] | None:
     """What :class:`CachedEncoder` needs to reproduce ``st.encode`` without torch; None when the model
     is more than Transformer -> Pooling (mean, cls or max) -> Normalize, lowercases by itself, has
-    prompts, or has no fast tokenizer: such a model keeps the full path."""
+    prompts, has no fast tokenizer or no length limit: such a model keeps the full path."""
     mods = list(st)
     names = [type(m).__name__ for m in mods]
     if names[:2] != ["Transformer", "Pooling"] or any(n != "Normalize" for n in names[2:]):
@@ -123,7 +123,8 @@ def describe(st: Any) -> dict[str, Any] | None:
     mode = getattr(mods[1], "pooling_mode", None)
     if (tok is None or getattr(tok, "backend_tokenizer", None) is None or mode not in POOLING_MODES
             or getattr(mods[0], "do_lower_case", False) or any((getattr(st, "prompts", None) or {}).values())
-            or getattr(st, "default_prompt_name", None)):
+            or getattr(st, "default_prompt_name", None)
+            or not 0 < (tok.model_max_length or 0) <= 1_000_000):  # "no limit" is stored as 1e30
         return None
     return {"pooling": mode, "max_length": int(tok.model_max_length), "dim": int(st.get_embedding_dimension()),
             "pad_id": int(tok.pad_token_id), "pad_token": str(tok.pad_token),
