@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/indexing.py [--data ../shared/data/mmlongbench-doc/documents] \
         [--sets text,scanned] [--ray 1,2] [--out benchmarks/results/indexing.json]
     .venv/bin/python benchmarks/indexing.py --sets large:2000 --no-stages   # a run at scale
+    .venv/bin/python benchmarks/indexing.py --sets text --embedders minilm,minilm-int8   # bf16 vs int8
 
 ``large:N`` is the first documents of --data by file name until they hold at least N pages
 (text-layer and scanned alike, as a real collection comes; pages without a text layer are
@@ -12,6 +13,7 @@ For each set of PDFs (read in place) it measures, in one run:
   * raw PyMuPDF: ``page.get_text("dict")`` and plain ``page.get_text()`` over every page, one core;
   * ``trident index`` (default pools bm25 + dense) as a fresh process: pages/s including start-up,
     and the peak RSS of the process tree;
+    (once per profile in --embedders, in turn; the first one is used for the rows below);
   * ``trident index --ray local --workers N`` for each N in --ray (peak RSS not comparable: Ray's
     worker processes are not children of the command);
   * a per-stage profile in this process, sequential on one core: start-up (imports + embedder
@@ -100,7 +102,7 @@ def cli_run(files: list[Path], extra: list[str]) -> dict:
             "loadavg_before": load, "loadavg_after": os.getloadavg()}
 
 
-def stage_profile(files: list[Path]) -> dict:
+def stage_profile(files: list[Path], embedder: str) -> dict:
     """Sequential per-stage seconds in this process (one core), with the same stage functions."""
     t0, c0 = time.perf_counter(), time.process_time()
     from trident_local.config import Config
@@ -108,7 +110,7 @@ def stage_profile(files: list[Path]) -> dict:
     from trident_local.index import Index
     from trident_local.models.profiles import build_model
 
-    config = Config()
+    config = Config(embedder=embedder)
     ocr = build_model("ocr", config.ocr) if config.ocr != "none" else None
     secs = {"startup": 0.0, "parse": 0.0, "objects": 0.0, "dense": 0.0, "write": 0.0, "pools": 0.0}
     cpu = dict.fromkeys(secs, 0.0)  # process CPU seconds (all threads): meaningful on a shared machine
@@ -162,7 +164,7 @@ def stage_profile(files: list[Path]) -> dict:
             "cpu_ms_per_page": {k: 1000 * v / max(pages, 1) for k, v in cpu.items()}, "total": total,
             "pages_per_s_sequential": pages / total, "windows_per_s": windows / secs["dense"] if secs["dense"] else 0,
             "windows_per_cpu_s": windows / cpu["dense"] if cpu["dense"] else 0,
-            "embedder_autocast": getattr(dense.embedder, "autocast", None)}
+            "embedder": embedder, "embedder_runtime": getattr(dense.embedder, "runtime", None)}
 
 
 def main() -> None:
@@ -173,6 +175,8 @@ def main() -> None:
     ap.add_argument("--ray", default="", help="local Ray worker counts to run, e.g. 1,2 (needs the [ray] extra)")
     ap.add_argument("--workers", type=int, default=2, help="`trident index --workers`")
     ap.add_argument("--no-stages", action="store_true", help="skip the per-stage profile")
+    ap.add_argument("--embedders", default="minilm",
+                    help="text embedder profiles to run, in turn on the same files (e.g. minilm,minilm-int8)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/indexing.json"))
     args = ap.parse_args()
 
@@ -188,11 +192,15 @@ def main() -> None:
         if missing:
             raise SystemExit(f"missing PDFs: {', '.join(missing)}")
         r: dict = {"files": SETS[name], "raw_pymupdf": raw_pymupdf(files), "runs": {}, "pages_without_text": no_text}
-        r["runs"]["single process"] = cli_run(files, ["--workers", str(args.workers)])
+        embedders = args.embedders.split(",")
+        for emb in embedders:
+            label = "single process" + (f", {emb}" if len(embedders) > 1 else "")
+            r["runs"][label] = cli_run(files, ["--workers", str(args.workers), "--embedder", emb])
         for n in filter(None, args.ray.split(",")):
-            r["runs"][f"ray local, {n} worker(s)"] = cli_run(files, ["--ray", "local", "--workers", n])
+            r["runs"][f"ray local, {n} worker(s)"] = cli_run(files, ["--ray", "local", "--workers", n,
+                                                                      "--embedder", embedders[0]])
         if not args.no_stages:
-            r["stages"] = stage_profile(files)
+            r["stages"] = stage_profile(files, embedders[0])
         raw = r["raw_pymupdf"]['get_text(\'dict\')']["pages_per_s"]
         for run in r["runs"].values():
             run["vs_get_text_dict"] = run["pages_per_s"] / raw
@@ -228,7 +236,7 @@ def print_set(name: str, r: dict) -> None:
     if "stages" in r:
         s = r["stages"]
         print(f"\nstages (one process, sequential; {s['pages']} pages, {s['ocr_pages']} OCR, {s['windows']} windows, "
-              f"embedder autocast {s['embedder_autocast']}): "
+              f"embedder {s['embedder']}, {s['embedder_runtime']}): "
               + ", ".join(f"{k} {v:.1f} s ({s['cpu_ms_per_page'][k]:.0f} CPU-ms/page)" for k, v in s["seconds"].items())
               + f"; {s['pages_per_s_sequential']:.2f} pages/s, {s['windows_per_s']:.1f} windows/s, "
               f"{s['windows_per_cpu_s']:.1f} windows per CPU-s")

@@ -157,3 +157,52 @@ def ove_model_dir() -> str:
     from trident_local.models.profiles import load_profile
 
     return str(load_profile("minilm").weights_path())
+
+
+@pytest.fixture(scope="module")
+def int8_cache(tmp_path_factory: pytest.TempPathFactory):
+    """One quantisation for the int8 tests (about half a minute on two cores)."""
+    with pytest.MonkeyPatch.context() as mp:
+        root = tmp_path_factory.mktemp("int8")
+        mp.setenv("TRIDENT_CACHE_DIR", str(root))
+        full = build_model("embedder", "minilm-int8", runtime="openvino")
+        yield root / "openvino", full
+
+
+def test_int8_is_quantised_once_on_a_fixed_text_and_kept(int8_cache, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache, full = int8_cache
+    assert full.runtime == "openvino (int8)" and isinstance(full._ov, ove.OpenVINOEncoder)
+    ref = build_model("embedder", "minilm", runtime="torch", dtype="float32")
+    for kind in ("passage", "query"):
+        cos = (full.encode(TEXTS, kind=kind) * ref.encode(TEXTS, kind=kind)).sum(1)
+        assert cos.min() > 0.98  # close to float32, not equal: bf16 gives > 0.9999
+    texts = ove.calibration_texts()
+    assert len(texts) == ove.CALIBRATION_WINDOWS and all(len(t.split()) == ove.CALIBRATION_WORDS for t in texts)
+    entry = next(p for p in cache.iterdir() if not p.name.startswith("."))
+    assert (entry / ove.int8_dir() / ove.MODEL_FILE).is_file() and (entry / ove.MODEL_FILE).is_file()
+    assert "int8" in ove.read_meta(entry)["checked"]
+
+    monkeypatch.setattr(ove, "_quantize", lambda *a: pytest.fail("quantised although cached"))
+    fast = build_model("embedder", "minilm-int8")  # a later process needs no torch for it
+    (entry / ove.META_FILE).unlink()  # without the description: the full path, reading the cached int8 model
+    again = build_model("embedder", "minilm-int8", runtime="openvino")
+    assert isinstance(again._ov, ove.OpenVINOEncoder) and isinstance(fast._ov, ove.CachedEncoder)
+    assert fast.runtime == "openvino (int8)"
+    a, b, c = (e.encode(TEXTS, batch_size=3) for e in (full, again, fast))
+    assert np.abs(a - b).max() < 1e-6 and np.abs(a - c).max() < 1e-5
+
+
+def test_int8_without_nncf_is_a_clear_error_or_torch(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_nncf(name, *args, **kwargs):
+        if name == "nncf":
+            raise ImportError("No module named 'nncf'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_nncf)
+    with pytest.raises(TridentError, match="nncf"):
+        build_model("embedder", "minilm-int8", runtime="openvino")
+    assert build_model("embedder", "minilm-int8").runtime == "torch"  # auto: warned, then torch

@@ -51,21 +51,31 @@ def autocast_dtype(dtype: str, device: str) -> str | None:
 
     "auto": bfloat16 on CUDA and on CPUs with native bf16, float32 elsewhere. The
     embeddings differ from float32 by a cosine of about 1e-4, below what moves a ranking.
+    "int8" is an OpenVINO precision (:func:`openvino_precision`); torch, where it runs
+    instead, uses what "auto" would.
     """
     name = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "": "auto"}.get(dtype or "", dtype)
-    if name == "auto":
+    if name in ("auto", "int8"):
         return "bfloat16" if device.startswith("cuda") or (device == "cpu" and cpu_has_native_bf16()) else None
     if name == "float32":
         return None
     if name in ("bfloat16", "float16"):
         return name
-    raise ValueError(f"unknown embedder dtype {dtype!r}; use auto, bfloat16, float16 or float32")
+    raise ValueError(f"unknown embedder dtype {dtype!r}; use auto, bfloat16, float16, float32 or int8")
+
+
+def openvino_precision(dtype: str, autocast: str | None) -> str:
+    """OpenVINO's precision for the profile's dtype: int8 when asked, else bf16 where torch would
+    autocast to bf16, else f32 (f16 is a GPU format; on CPU it means f32)."""
+    if dtype == "int8":
+        return "int8"
+    return "bf16" if autocast == "bfloat16" else "f32"
 
 
 RUNTIMES = ("auto", "torch", "openvino")
 
 
-def _openvino_encoder(st: Any, model: str, runtime: str, device: str, autocast: str | None) -> Any:
+def _openvino_encoder(st: Any, model: str, runtime: str, device: str, precision: str) -> Any:
     """The OpenVINO encoder when ``runtime`` asks for it (or "auto" on a CPU where OpenVINO imports), else None.
 
     "openvino" that cannot be honoured is an error; "auto" falls back to torch: silently when OpenVINO is
@@ -81,7 +91,6 @@ def _openvino_encoder(st: Any, model: str, runtime: str, device: str, autocast: 
             raise TridentError("embedder runtime 'openvino' needs the openvino package and a CPU device "
                                f"(device is {device!r}); pip install openvino, or use runtime 'torch'")
         return None
-    precision = "bf16" if autocast == "bfloat16" else "f32"  # f16 is a GPU format; on CPU it means f32
     try:
         return ove.OpenVINOEncoder(st, model, precision=precision, cache=ove.cache_root())
     except Exception as e:
@@ -100,7 +109,7 @@ def _cached_openvino_encoder(model: str, runtime: str, device: str, dtype: str) 
 
     if not ove.openvino_available():
         return None
-    precision = "bf16" if autocast_dtype(dtype, "cpu") == "bfloat16" else "f32"
+    precision = openvino_precision(dtype, autocast_dtype(dtype, "cpu"))
     return ove.CachedEncoder.load(model, precision, ove.cache_root())
 
 
@@ -130,7 +139,8 @@ class SentenceTransformerEmbedder:
             self._model = load_sentence_transformer(model, device)
             self._device = str(self._model.device)
             self.autocast = autocast_dtype(dtype, self._device.split(":")[0])
-            self._ov = _openvino_encoder(self._model, model, runtime, self._device, self.autocast)
+            self._ov = _openvino_encoder(self._model, model, runtime, self._device,
+                                         openvino_precision(dtype, self.autocast))
             self.dim = int(self._model.get_embedding_dimension())
             self.max_tokens = int(max_tokens or self._model.max_seq_length)
         self.runtime = f"openvino ({self._ov.precision})" if self._ov is not None else "torch"
