@@ -29,6 +29,7 @@ float32 (mean cosine 0.995); its retrieval on the public subset is within 0.007 
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import functools
 import hashlib
@@ -275,7 +276,7 @@ def _encode_sorted(texts: Sequence[str], batch_size: int, embed: Any) -> np.ndar
     return np.ascontiguousarray(rows / np.maximum(norms, 1e-12), dtype=np.float32)
 
 
-class _Compiled:
+class _Compiled(abc.ABC):
     """A compiled model and an infer request per thread (a request is not thread-safe)."""
 
     def __init__(self, core: Any, model: Any, precision: str) -> None:
@@ -294,8 +295,9 @@ class _Compiled:
         res = req.infer({k: feats[k] for k in self._inputs})
         return np.asarray(res[self._output], dtype=np.float32)
 
+    @abc.abstractmethod
     def _embed(self, texts: list[str]) -> np.ndarray:
-        raise NotImplementedError
+        """One batch of texts -> ``(n, dim)`` pooled rows (not yet normalised)."""
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
         """L2-normalised float32 rows in the order of ``texts`` (batched longest first, as ST does)."""
@@ -316,19 +318,19 @@ class OpenVINOEncoder(_Compiled):
         converted = model is None
         if converted:
             model = _convert(st)
-        if entry is not None and converted:
-            _save_entry(entry, model)
+        run, quantized = model, False
         if precision == "int8":
             qentry = entry / int8_dir() if entry is not None else None
-            quantized = _read_cached(core, qentry) if qentry is not None else None
-            if quantized is None:
-                quantized = _quantize(model, self._numpy_inputs)
-                if qentry is not None and qentry.parent.is_dir():
-                    _save_entry(qentry, quantized)
-            model = quantized
-        super().__init__(core, model, precision)
+            run = _read_cached(core, qentry) if qentry is not None and not converted else None
+            if run is None:
+                run, quantized = _quantize(model, self._numpy_inputs), True
+        super().__init__(core, run, precision)
         self._check()
-        if entry is not None:
+        if entry is not None:  # cached only once its check passed
+            if converted:
+                _save_entry(entry, model)
+            if quantized and entry.is_dir():
+                _save_entry(entry / int8_dir(), run)
             _record_check(entry, st, precision)
 
     def _numpy_inputs(self, texts: list[str]) -> dict[str, np.ndarray]:
