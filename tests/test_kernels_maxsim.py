@@ -1,4 +1,4 @@
-"""kernels.maxsim (torch path and AMX kernel), packing, top-k and int8 against a float64 einsum reference."""
+"""kernels.maxsim (torch path and the fused AMX / AVX512-BF16 kernel), packing, top-k and int8 against a float64 einsum reference."""
 
 from __future__ import annotations
 
@@ -32,17 +32,18 @@ def unit(x: torch.Tensor) -> torch.Tensor:
 
 
 # Default precision on fp32 inputs: the torch path's fp32 GEMM is within ~1e-6 of float64
-# here; the AMX kernel's bf16 hi/lo split keeps each product within 2^-15 relative
+# here; the fused kernel's bf16 hi/lo split keeps each product within 2^-15 relative
 # (observed <= 1.4e-5 on these scores; the worst-case bound is tested on its own below).
-ATOL = {"torch": 1e-5, "amx": 5e-5}
+ATOL = {"torch": 1e-5, "fused": 5e-5}
 PATH = {"name": "torch"}
 
 
-@pytest.fixture(autouse=True, params=["torch", "amx"])
+@pytest.fixture(autouse=True, params=["torch", "fused"])
 def cpu_path(request, monkeypatch):
-    """Every test runs on the torch path and, where this CPU has it, the AMX kernel."""
-    if request.param == "amx" and not amx.available():
-        pytest.skip("no AMX-BF16 kernel on this machine")
+    """Every test runs on the torch path and, where this CPU has it, the fused kernel
+    (AMX-BF16, else AVX512-BF16)."""
+    if request.param == "fused" and not amx.available():
+        pytest.skip("no fused kernel on this machine (needs AMX-BF16 or AVX512-BF16 and a C compiler)")
     if request.param == "torch":
         monkeypatch.setattr(amx, "available", lambda: False)
     monkeypatch.setitem(PATH, "name", request.param)
@@ -297,7 +298,7 @@ def test_default_precision_error_bound_and_ranking(dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_exact_precision_has_exact_products(dtype):
     """precision="exact": products exact in fp32 on every path (fp32 inputs keep the fp32
-    GEMM; 16-bit inputs may use the AMX kernel, whose hi/lo parts are then exact)."""
+    GEMM; 16-bit inputs may use the fused kernel, whose hi/lo parts are then exact)."""
     queries, pages = colpali_like(30, 128, dtype)
     scores = maxsim(queries, pages, precision="exact")
     assert_matches(scores, maxsim_reference(queries, pages), atol=1e-5)
@@ -320,10 +321,10 @@ def test_split_plan_terms():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("dim", [128, 40])
-def test_amx_kernel_page_maxima(dtype, dim, cpu_path):
+def test_fused_kernel_page_maxima(dtype, dim, cpu_path):
     """The kernel alone: odd dims (padded to 32), token counts around its 16/32-row tiles,
     query rows not a multiple of 32, and pages read through a strided row view."""
-    if cpu_path != "amx":
+    if cpu_path != "fused":
         pytest.skip("kernel test")
     g = torch.Generator().manual_seed(5)
     lengths = np.array([1, 15, 16, 17, 31, 32, 33, 70])
@@ -379,3 +380,54 @@ def test_worker_pool_is_dropped_after_fork(cpu_path):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert cpu_mod._pools  # the parent keeps its pool
+
+
+def test_kernel_variant_follows_cpu_flags(monkeypatch, cpu_path):
+    """AMX where the CPU has it, else AVX512-BF16, else none; the switch turns both off."""
+    if cpu_path != "torch":
+        pytest.skip("independent of the path")
+    for flags, want in [
+        ({"amx_bf16", "avx512_bf16"}, "amx"),
+        ({"avx512_bf16"}, "avx512_bf16"),
+        ({"avx2"}, None),
+    ]:
+        monkeypatch.setattr(cpu_mod, "cpu_flags", lambda flags=flags: frozenset(flags))
+        chosen = amx.variant()
+        assert (chosen.name if chosen else None) == want
+    monkeypatch.setenv("TRIDENT_KERNELS_NO_AMX", "1")
+    assert amx.variant() is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("dim", [128, 40, 7])
+def test_fused_kernel_fp32_products(dtype, dim, cpu_path):
+    """The fp32-product entry (CPUs without AMX): as close to float64 as an fp32 GEMM, on
+    token counts around its 8/32-token blocks, odd dims and a strided row view."""
+    if cpu_path != "fused" or not amx.has_f32_kernel():
+        pytest.skip("no fp32-product kernel on this machine")
+    g = torch.Generator().manual_seed(6)
+    lengths = np.array([1, 7, 8, 9, 31, 32, 33, 70])
+    wide = torch.randn(int(lengths.sum()), dim + 5, generator=g).to(dtype)
+    tokens = wide[:, 2 : 2 + dim]
+    rows = torch.randn(37, dim, generator=g).to(dtype)
+    starts = np.r_[0, np.cumsum(lengths)[:-1]]
+    got = amx.page_maxima_f32(tokens, starts, lengths, amx.PackedQueryRows(rows))
+    want = torch.stack(
+        [
+            (rows.double() @ tokens[s : s + n].double().T).amax(1)
+            for s, n in zip(starts, lengths, strict=True)
+        ],
+        1,
+    )
+    gemm = torch.stack(
+        [(rows.float() @ tokens[s : s + n].float().T).amax(1) for s, n in zip(starts, lengths, strict=True)],
+        1,
+    )
+    assert got.shape == want.shape
+    # no worse than the fp32 GEMM's own rounding, plus one ulp-sized slack per score
+    slack = 4 * torch.finfo(torch.float32).eps * want.abs().clamp(min=1)
+    assert torch.all((got.double() - want).abs() <= (gemm.double() - want).abs() + slack * dim)
+    with pytest.raises(ValueError):
+        amx.page_maxima_f32(tokens, starts, np.r_[lengths[:-1], 0], amx.PackedQueryRows(rows))
+    with pytest.raises(ValueError):
+        amx.page_maxima_f32(tokens, starts, lengths, amx.PackedQueryRows(rows[:, :-1]))

@@ -1,7 +1,8 @@
-"""MaxSim on the CPU: the fused AMX kernel where it runs, blocked torch otherwise.
+"""MaxSim on the CPU: the fused kernel where it runs, blocked torch otherwise.
 
-With AMX-BF16 (and a C compiler, see :mod:`trident_kernels.amx`) the fp32-accumulating
-precisions run ``amx_maxsim.c``: bf16 tile GEMMs with fp32 accumulation, operands split
+With AMX-BF16 or AVX512-BF16 (and a C compiler, see :mod:`trident_kernels.amx`) the
+fp32-accumulating precisions run ``amx_maxsim.c`` (AMX tiles) or ``avx512_maxsim.c``
+(``vdpbf16ps``): bf16 products with fp32 accumulation, operands split
 into bf16 hi/lo parts where they are not bf16 (:class:`SplitPlan`), the max taken
 straight from the tiles, pages shared out to one worker thread per core.
 
@@ -54,11 +55,6 @@ def cpu_has_fast_bf16() -> bool:
     return "amx_bf16" in cpu_flags() or "avx512_bf16" in cpu_flags()
 
 
-def cpu_has_amx_bf16() -> bool:
-    """True with AMX-BF16 tiles, the instruction set of the fused kernel (amx_maxsim.c)."""
-    return "amx_bf16" in cpu_flags()
-
-
 def compute_dtype(page_dtype: torch.dtype, query_dtype: torch.dtype, precision: Precision) -> torch.dtype:
     """fp32 unless asked for "native" low precision on 16-bit pages (or everything is fp64).
 
@@ -90,7 +86,7 @@ def use_bf16_gemm(
     already are bf16. So bf16 pages with bf16-valued queries get fp32-path precision at
     bf16 GEMM speed. This is the torch path's rule; fp16 and fp32 inputs keep its fp32
     GEMM, because as separate torch ops a hi/lo bf16 split (3 terms) measured no faster.
-    On AMX the fused kernel takes all of these inputs instead (see :class:`SplitPlan`).
+    Where a fused kernel runs (AMX or AVX512-BF16) it takes all of these inputs instead.
     """
     return (
         dtype == torch.float32
@@ -123,7 +119,7 @@ def bf16_fp32_matmul(enabled: bool) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class SplitPlan:
-    """How the fp32-accumulating path runs on AMX (see ``amx_maxsim.c``).
+    """How the fp32-accumulating path runs in the fused kernel (see ``amx_maxsim.c``).
 
     Every operand is written as a sum of bf16 parts: a bf16-valued tensor is one part,
     anything else ``hi = bf16(x)`` plus ``lo = bf16(x - hi)`` (round to nearest). A
@@ -131,7 +127,9 @@ class SplitPlan:
     ``q . p`` is the fp32 sum of the part products ``q_picks[i] x p_picks[i]`` (0 = hi,
     1 = lo), laid side by side along the reduction axis: one tile GEMM of depth
     ``len(q_picks) * dim`` adds them up, so fp32 pages cost ~3x the AMX work of bf16 ones
-    and still far less than an fp32 GEMM.
+    and still far less than an fp32 GEMM. Without AMX (``avx512_maxsim.c``) a bf16
+    instruction does only twice an fp32 FMA's products, so there plans of 3-4 terms run as
+    plain fp32 products instead (exact, like the GEMM) and only 1-term plans use bf16.
 
     Exactness: an fp16 value is exactly hi + lo (11 significant bits <= 8 + 8), so
     16-bit inputs with all terms have exact products, like the fp32 GEMM. fp32 values
@@ -233,10 +231,17 @@ def maxsim_torch(
     if queries.dim != pages.dim:
         raise ValueError(f"query dim {queries.dim} != page dim {pages.dim}")
     dtype = compute_dtype(pages.torch_dtype, queries.tokens.dtype, precision)
-    if dtype == torch.float32 and device.type == "cpu" and amx.available():
+    if (
+        dtype == torch.float32
+        and device.type == "cpu"
+        and pages.torch_dtype in amx.DTYPE_CODES
+        and amx.available()
+    ):
         plan = split_plan(pages.torch_dtype, queries.tokens, precision)
+        if amx.has_f32_kernel() and (plan is None or len(plan.q_picks) > 1):
+            return maxsim_fused(queries, pages, page_ids, None, out)  # fp32 products: what the GEMM computes
         if plan is not None:
-            return maxsim_amx(queries, pages, page_ids, plan, out)
+            return maxsim_fused(queries, pages, page_ids, plan, out)
     chunks = [
         (chunk, chunk.queries.tokens.to(device=device, dtype=dtype).contiguous())
         for chunk in queries.split(MAX_QUERY_ROWS)
@@ -256,10 +261,15 @@ def maxsim_torch(
     return out
 
 
-def maxsim_amx(
-    queries: PackedQueries, pages: PackedPages, page_ids: np.ndarray, plan: SplitPlan, out: torch.Tensor
+def maxsim_fused(
+    queries: PackedQueries,
+    pages: PackedPages,
+    page_ids: np.ndarray,
+    plan: SplitPlan | None,
+    out: torch.Tensor,
 ) -> torch.Tensor:
-    """The fused AMX kernel over runs of pages, one run per worker task (see block_pool)."""
+    """The fused kernel over runs of pages, one run per worker task (see block_pool); bf16
+    parts per ``plan``, or fp32 products when ``plan`` is None (:func:`amx.page_maxima_f32`)."""
     tokens = as_tensor(pages.tokens)
     if tokens.stride(1) != 1:
         tokens = tokens.contiguous()
@@ -267,11 +277,19 @@ def maxsim_amx(
     positions = np.flatnonzero(lengths > 0)  # empty pages keep their 0
     starts = pages.offsets[page_ids[positions]]
     lengths = lengths[positions]
-    q_tiles = amx.PackedQueryTiles(queries.tokens, plan.q_picks)
+    if plan is None:
+        q_rows = amx.PackedQueryRows(queries.tokens)
+
+        def page_maxima(part: slice) -> torch.Tensor:
+            return amx.page_maxima_f32(tokens, starts[part], lengths[part], q_rows)
+    else:
+        q_tiles = amx.PackedQueryTiles(queries.tokens, plan.q_picks)
+
+        def page_maxima(part: slice) -> torch.Tensor:
+            return amx.page_maxima(tokens, starts[part], lengths[part], q_tiles, plan.p_picks)
 
     def run(part: slice) -> None:
-        page_max = amx.page_maxima(tokens, starts[part], lengths[part], q_tiles, plan.p_picks)
-        out[:, columns(positions[part])] = sum_query_rows(page_max.contiguous(), queries)
+        out[:, columns(positions[part])] = sum_query_rows(page_maxima(part).contiguous(), queries)
 
     pool = block_pool()
     workers = 1 if pool is None else torch.get_num_threads()

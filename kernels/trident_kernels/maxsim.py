@@ -93,7 +93,8 @@ def maxsim(
       rounded to 16 bits before the max; faster on GPUs).
 
     ``backend="auto"`` runs the fused Triton kernel for CUDA pages; on the CPU the fused
-    AMX kernel where it runs (:mod:`trident_kernels.amx`), blocked torch otherwise.
+    kernel where it runs (AMX-BF16 or AVX512-BF16, :mod:`trident_kernels.amx`), blocked
+    torch otherwise.
     """
     packed_pages = as_packed(pages)
     packed_queries = pack_queries(queries, query_mask)
