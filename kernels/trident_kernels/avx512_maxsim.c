@@ -57,52 +57,7 @@ static inline void block_max(const uint16_t *a, int kp, const uint16_t *b0, cons
     }
 }
 
-// Arguments and result as maxsim_amx_pages (amx_maxsim.c): page_max[p][n] = max over the
-// tokens of page p of <query row n, token>; qv is [n_qtiles][kc][16][16][2] bf16 with
-// n_qtiles even. Returns 0, or -1 when scratch memory cannot be allocated.
-int maxsim_avx512_pages(const void *tokens, int dtype, int64_t row_stride, int dim, const int64_t *starts,
-                        const int64_t *lens, int64_t n_pages, const uint16_t *qv, int n_qtiles,
-                        int n_parts, const int *picks, float *page_max) {
-    const int esize = dtype == 0 ? 4 : 2;
-    const int dpad = (dim + 31) / 32 * 32;
-    const int kp = n_parts * dpad;  // bf16 per scratch row
-    const int64_t qtile = (int64_t)kp * 16;  // bf16 per query tile
-    const int rows_out = n_qtiles * 16;
-    uint16_t *a = aligned_alloc(64, (size_t)BLOCK_TOKENS * kp * sizeof(uint16_t));
-    if (!a) return -1;
-    for (int64_t p = 0; p < n_pages; p++) {
-        const char *base = (const char *)tokens + starts[p] * row_stride * esize;
-        const int64_t len = lens[p];
-        float *acc = page_max + p * rows_out;
-        for (int i = 0; i < rows_out; i += 16) _mm512_storeu_ps(acc + i, _mm512_set1_ps(-INFINITY));
-        for (int64_t t = 0; t < len; t += BLOCK_TOKENS) {
-            const int rows = len - t < BLOCK_TOKENS ? (int)(len - t) : BLOCK_TOKENS;
-            const int padded = (rows + REG_TOKENS - 1) / REG_TOKENS * REG_TOKENS;
-            for (int r = 0; r < rows; r++) {
-                convert_row(base + (t + r) * row_stride * esize, dtype, dim, dpad, picks, n_parts,
-                            a + (int64_t)r * kp);
-            }
-            if (rows < padded) memset(a + (int64_t)rows * kp, 0, (size_t)(padded - rows) * kp * sizeof(uint16_t));
-            for (int j = 0; j < n_qtiles; j += 2) {
-                const uint16_t *b0 = qv + j * qtile;
-                __m512 m[2] = {_mm512_loadu_ps(acc + j * 16), _mm512_loadu_ps(acc + j * 16 + 16)};
-                for (int r = 0; r < rows; r += REG_TOKENS) {
-                    block_max(a + (int64_t)r * kp, kp, b0, b0 + qtile, rows - r, m);
-                }
-                _mm512_storeu_ps(acc + j * 16, m[0]);
-                _mm512_storeu_ps(acc + j * 16 + 16, m[1]);
-            }
-        }
-    }
-    free(a);
-    return 0;
-}
-
-// The same maxima with fp32 products: exact fp32 FMAs, as an fp32 GEMM would compute them.
-// Why a second kernel: vdpbf16ps does two bf16 products per lane per instruction, an FMA
-// one fp32 product, so a page operand split into 3-4 bf16 parts (fp32 or fp16 pages, see
-// SplitPlan) costs more than plain fp32 here; only AMX makes the split pay. Pages are
-// converted to fp32 per 32-token block; qf is fp32 [n_qtiles][dim][16] (n_qtiles even).
+// fp32 products: one page token's value broadcast, 16 query rows per FMA.
 static inline void block_max_f32(const float *a, int dim, const float *b0, const float *b1, int n,
                                  __m512 *m) {
     __m512 c0[REG_TOKENS], c1[REG_TOKENS];
@@ -129,26 +84,24 @@ static inline void block_max_f32(const float *a, int dim, const float *b0, const
 
 static inline void row_to_f32(const void *src, int dtype, int dim, float *dst) {
     for (int d = 0; d < dim; d += 16) {
-        const __mmask16 m = d + 16 <= dim ? (__mmask16)0xFFFF : (__mmask16)((1u << (dim - d)) - 1);
-        __m512 x;
-        if (dtype == 0) {
-            x = _mm512_maskz_loadu_ps(m, (const float *)src + d);
-        } else if (dtype == 1) {
-            x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)src + d));
-        } else {
-            x = bf16_to_f32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)src + d));
-        }
-        _mm512_mask_storeu_ps(dst + d, m, x);
+        const __mmask16 m = lanes(d, dim);
+        _mm512_mask_storeu_ps(dst + d, m, load_f32(src, dtype, d, m));
     }
 }
 
-int maxsim_avx512_f32_pages(const void *tokens, int dtype, int64_t row_stride, int dim, const int64_t *starts,
-                            const int64_t *lens, int64_t n_pages, const float *qf, int n_qtiles,
-                            float *page_max) {
+// Both entry points: pages in blocks of BLOCK_TOKENS tokens, converted into the scratch
+// rows (bf16 parts, or fp32 when f32), then REG_TOKENS tokens x 32 query rows at a time.
+// f32 is a constant at each call, so the compiler builds one specialised loop for each.
+static inline int pages_max(const void *tokens, int dtype, int64_t row_stride, int dim, const int64_t *starts,
+                            const int64_t *lens, int64_t n_pages, const void *q, int n_qtiles, int n_parts,
+                            const int *picks, float *page_max, const int f32) {
     const int esize = dtype == 0 ? 4 : 2;
-    const int64_t qtile = (int64_t)dim * 16;  // floats per query tile
+    const int dpad = (dim + 31) / 32 * 32;
+    const int width = f32 ? dim : n_parts * dpad;  // scratch row: fp32 values or bf16 parts
+    const size_t vsize = f32 ? sizeof(float) : sizeof(uint16_t);
+    const int64_t qtile = (int64_t)width * 16;  // values per query tile
     const int rows_out = n_qtiles * 16;
-    float *a = aligned_alloc(64, ((size_t)BLOCK_TOKENS * dim * sizeof(float) + 63) / 64 * 64);
+    char *a = aligned_alloc(64, ((size_t)BLOCK_TOKENS * width * vsize + 63) / 64 * 64);
     if (!a) return -1;
     for (int64_t p = 0; p < n_pages; p++) {
         const char *base = (const char *)tokens + starts[p] * row_stride * esize;
@@ -158,13 +111,27 @@ int maxsim_avx512_f32_pages(const void *tokens, int dtype, int64_t row_stride, i
         for (int64_t t = 0; t < len; t += BLOCK_TOKENS) {
             const int rows = len - t < BLOCK_TOKENS ? (int)(len - t) : BLOCK_TOKENS;
             const int padded = (rows + REG_TOKENS - 1) / REG_TOKENS * REG_TOKENS;
-            for (int r = 0; r < rows; r++) row_to_f32(base + (t + r) * row_stride * esize, dtype, dim, a + (int64_t)r * dim);
-            if (rows < padded) memset(a + (int64_t)rows * dim, 0, (size_t)(padded - rows) * dim * sizeof(float));
+            for (int r = 0; r < rows; r++) {
+                const void *src = base + (t + r) * row_stride * esize;
+                char *dst = a + (size_t)r * width * vsize;
+                if (f32) {
+                    row_to_f32(src, dtype, dim, (float *)dst);
+                } else {
+                    convert_row(src, dtype, dim, dpad, picks, n_parts, (uint16_t *)dst);
+                }
+            }
+            if (rows < padded) memset(a + (size_t)rows * width * vsize, 0, (size_t)(padded - rows) * width * vsize);
             for (int j = 0; j < n_qtiles; j += 2) {
-                const float *b0 = qf + j * qtile;
                 __m512 m[2] = {_mm512_loadu_ps(acc + j * 16), _mm512_loadu_ps(acc + j * 16 + 16)};
                 for (int r = 0; r < rows; r += REG_TOKENS) {
-                    block_max_f32(a + (int64_t)r * dim, dim, b0, b0 + qtile, rows - r, m);
+                    const char *ar = a + (size_t)r * width * vsize;
+                    if (f32) {
+                        const float *b0 = (const float *)q + j * qtile;
+                        block_max_f32((const float *)ar, dim, b0, b0 + qtile, rows - r, m);
+                    } else {
+                        const uint16_t *b0 = (const uint16_t *)q + j * qtile;
+                        block_max((const uint16_t *)ar, width, b0, b0 + qtile, rows - r, m);
+                    }
                 }
                 _mm512_storeu_ps(acc + j * 16, m[0]);
                 _mm512_storeu_ps(acc + j * 16 + 16, m[1]);
@@ -173,4 +140,25 @@ int maxsim_avx512_f32_pages(const void *tokens, int dtype, int64_t row_stride, i
     }
     free(a);
     return 0;
+}
+
+// Arguments and result as maxsim_amx_pages (amx_maxsim.c): page_max[p][n] = max over the
+// tokens of page p of <query row n, token>; qv is [n_qtiles][kc][16][16][2] bf16 with
+// n_qtiles even. Returns 0, or -1 when scratch memory cannot be allocated.
+int maxsim_avx512_pages(const void *tokens, int dtype, int64_t row_stride, int dim, const int64_t *starts,
+                        const int64_t *lens, int64_t n_pages, const uint16_t *qv, int n_qtiles,
+                        int n_parts, const int *picks, float *page_max) {
+    return pages_max(tokens, dtype, row_stride, dim, starts, lens, n_pages, qv, n_qtiles, n_parts, picks,
+                     page_max, 0);
+}
+
+// The same maxima with fp32 products: exact fp32 FMAs, as an fp32 GEMM would compute them.
+// Why a second entry: vdpbf16ps does two bf16 products per lane per instruction, an FMA
+// one fp32 product, so a page operand split into 3-4 bf16 parts (fp32 or fp16 pages, see
+// SplitPlan) costs more than plain fp32 here; only AMX makes the split pay. qf is fp32
+// [n_qtiles][dim][16] (n_qtiles even).
+int maxsim_avx512_f32_pages(const void *tokens, int dtype, int64_t row_stride, int dim, const int64_t *starts,
+                            const int64_t *lens, int64_t n_pages, const float *qf, int n_qtiles,
+                            float *page_max) {
+    return pages_max(tokens, dtype, row_stride, dim, starts, lens, n_pages, qf, n_qtiles, 1, NULL, page_max, 1);
 }
