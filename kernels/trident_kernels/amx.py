@@ -187,6 +187,8 @@ class PackedQueryTiles:
 
 
 def _page_args(tokens: torch.Tensor, starts: np.ndarray, lengths: np.ndarray) -> tuple:
+    """The kernels' page arguments, checked; the index arrays go as their ``.ctypes`` views,
+    which keep them alive until the call returns."""
     if tokens.dtype not in DTYPE_CODES or tokens.stride(1) != 1:
         raise ValueError("tokens must be fp32/fp16/bf16 with contiguous rows")
     starts = np.ascontiguousarray(starts, dtype=np.int64)
@@ -195,7 +197,7 @@ def _page_args(tokens: torch.Tensor, starts: np.ndarray, lengths: np.ndarray) ->
         raise ValueError("every page must have at least one token")
     return (
         tokens.data_ptr(), DTYPE_CODES[tokens.dtype], tokens.stride(0), tokens.shape[1],
-        starts.ctypes.data, lengths.ctypes.data, starts.size, starts, lengths,
+        starts.ctypes, lengths.ctypes, starts.size,
     )  # fmt: skip
 
 
@@ -219,8 +221,8 @@ def page_maxima(
     ``tokens[starts[i] : starts[i] + lengths[i]]`` and must not be empty.
     """
     kernel = _kernel()
-    *args, starts, lengths = _page_args(tokens, starts, lengths)  # the arrays stay alive for the call
-    out = torch.empty(starts.size, queries.n_tiles * TILE, dtype=torch.float32)
+    args = _page_args(tokens, starts, lengths)
+    out = torch.empty(len(starts), queries.n_tiles * TILE, dtype=torch.float32)
     picks = (ctypes.c_int * len(page_picks))(*page_picks)
     status = kernel.parts(
         *args, queries.tiles.data_ptr(), queries.n_tiles, len(page_picks), picks, out.data_ptr()
@@ -252,8 +254,8 @@ def page_maxima_f32(
         raise RuntimeError(f"the {kernel.name} kernel has no fp32-product entry")
     if queries.tiles.shape[1] != tokens.shape[1]:
         raise ValueError(f"query dim {queries.tiles.shape[1]} != page dim {tokens.shape[1]}")
-    *args, starts, lengths = _page_args(tokens, starts, lengths)
-    out = torch.empty(starts.size, queries.n_tiles * TILE, dtype=torch.float32)
+    args = _page_args(tokens, starts, lengths)
+    out = torch.empty(len(starts), queries.n_tiles * TILE, dtype=torch.float32)
     status = kernel.f32(*args, queries.tiles.data_ptr(), queries.n_tiles, out.data_ptr())
     if status != 0:
         raise MemoryError("MaxSim kernel could not allocate its scratch buffers")

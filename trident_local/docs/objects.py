@@ -11,7 +11,7 @@ import re
 import pymupdf
 
 from trident_local.docs.model import BBox, EvidenceObject, TextBlock
-from trident_local.docs.table_chars import fast_chars
+from trident_local.docs.table_chars import find_tables
 
 CAPTION = re.compile(
     r"^\s*(Figure|Fig\.?|Table|Tab\.|Chart|Exhibit|Algorithm)\s*([0-9]+[A-Za-z]?|[IVX]+)\s*([:.|,\u2013\u2014-])?\s*(\w+)?", re.I
@@ -127,16 +127,8 @@ def detect_tables(page: pymupdf.Page) -> list[tuple[BBox, str]]:
     words = None
     if not _has_rules(page):  # the line strategy cannot find a table on a page without rules: skip its cost
         return out
-    found = None
-    for fast in (True, False):  # PyMuPDF's own character list where the faster one failed
-        try:
-            # use_layout=False: the ONNX layout model costs ~1 s a page on CPU; ruled-line detection is ~50x faster
-            with fast_chars(fast):  # the same character list at less than half the cost
-                found = page.find_tables(use_layout=False)  # None when it failed inside
-        except Exception:  # find_tables can fail on odd pages; a page without tables is fine
-            found = None
-        if found is not None:
-            break
+    # use_layout=False: the ONNX layout model costs ~1 s a page on CPU; ruled-line detection is ~50x faster
+    found = find_tables(page, use_layout=False)  # the same character list at less than half the cost
     if found is None:
         return out
     if found.tables:

@@ -113,3 +113,18 @@ def fast_chars(enabled: bool = True) -> Iterator[None]:
             yield
         finally:
             _table.make_chars = _STOCK
+
+
+def find_tables(page: pymupdf.Page, **kwargs: object) -> object | None:
+    """``page.find_tables(**kwargs)`` with :func:`make_chars` where it applies, and once more with
+    PyMuPDF's own character list if that attempt failed; None when every attempt failed (odd pages
+    make ``find_tables`` raise or return None; a page without tables is then the answer)."""
+    for fast in (True, False) if supported() else (False,):
+        try:
+            with fast_chars(fast):
+                found = page.find_tables(**kwargs)
+        except Exception:
+            found = None
+        if found is not None:
+            return found
+    return None
