@@ -12,7 +12,14 @@ A fresh process matters: after one method frees its buffers, glibc keeps some of
 memory resident, which would hide the next method's allocations. tracemalloc is useless
 here (it does not see torch's allocator).
 
+With ``--device cuda`` the data is made on the GPU, every method runs there (ours is the
+fused Triton kernel; colpali-engine's scorer is given ``device="cuda"``), each timed call
+ends with a device synchronise, and peak memory is ``torch.cuda.max_memory_allocated``
+above what was allocated before the call, in this process (the caching allocator's
+statistics are exact, so no subprocess is needed). The int8 path is CPU-only.
+
     .venv/bin/python benchmarks/maxsim.py --pages 1000 --dtypes fp32 bf16 fp16
+    python benchmarks/maxsim.py --device cuda --pages 1000 10000 --no-memory
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from trident_kernels import PackedPages, maxsim, maxsim_int8, quantize_pages  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-METHODS = ("ours", "ours_exact", "ours_native", "ours_int8", "colpali_engine", "einsum")
+METHODS = ("ours", "ours_exact", "ours_native", "ours_torch", "ours_int8", "colpali_engine", "einsum")
 
 
 def make_data(
@@ -48,28 +55,31 @@ def make_data(
     dim: int,
     dtype: torch.dtype,
     seed: int = 0,
+    device: str = "cpu",
 ) -> tuple[list[torch.Tensor], PackedPages]:
     """Unit-norm random pages (packed, in ``dtype``) and queries drawn from random pages."""
-    g = torch.Generator().manual_seed(seed)
-    tokens = torch.empty(n_pages * page_tokens, dim, dtype=dtype)
+    g = torch.Generator(device=device).manual_seed(seed)
+    tokens = torch.empty(n_pages * page_tokens, dim, dtype=dtype, device=device)
     chunk = 1 << 18
     for start in range(0, tokens.shape[0], chunk):
         rows = min(chunk, tokens.shape[0] - start)
         tokens[start : start + rows] = torch.nn.functional.normalize(
-            torch.randn(rows, dim, generator=g), dim=-1
+            torch.randn(rows, dim, generator=g, device=device), dim=-1
         )
     offsets = np.arange(n_pages + 1, dtype=np.int64) * page_tokens
     queries = []
     for _ in range(n_queries):
-        page = int(torch.randint(n_pages, (1,), generator=g))
-        rows = torch.randint(page_tokens, (query_tokens,), generator=g) + page * page_tokens
-        noisy = tokens[rows].float() + 0.05 * torch.randn(query_tokens, dim, generator=g)
+        page = int(torch.randint(n_pages, (1,), generator=g, device=device))
+        rows = torch.randint(page_tokens, (query_tokens,), generator=g, device=device) + page * page_tokens
+        noisy = tokens[rows].float() + 0.05 * torch.randn(query_tokens, dim, generator=g, device=device)
         queries.append(torch.nn.functional.normalize(noisy, dim=-1).to(dtype))
     return queries, PackedPages(tokens, offsets)
 
 
 def exact_scores(queries: list[torch.Tensor], pages: PackedPages, chunk_pages: int = 256) -> torch.Tensor:
     """float64 MaxSim of the (already rounded) inputs, a chunk of pages at a time."""
+    if pages.device.type == "cuda":
+        return exact_scores_cuda(queries, pages)
     q64 = [q.double() for q in queries]
     parts = []
     for start in range(0, pages.n_pages, chunk_pages):
@@ -78,10 +88,21 @@ def exact_scores(queries: list[torch.Tensor], pages: PackedPages, chunk_pages: i
     return torch.cat(parts, dim=1)
 
 
+def exact_scores_cuda(queries: list[torch.Tensor], pages: PackedPages, chunk_pages: int = 64) -> torch.Tensor:
+    """float64 MaxSim on the GPU (the CPU would take minutes at 10,000 pages); equal page lengths."""
+    q = torch.stack(queries).double()
+    tokens = pages.tokens.view(pages.n_pages, -1, pages.tokens.shape[1])
+    parts = []
+    for start in range(0, pages.n_pages, chunk_pages):
+        block = tokens[start : start + chunk_pages].double()
+        parts.append(torch.einsum("qnd,psd->qpns", q, block).amax(3).sum(2))
+    return torch.cat(parts, dim=1).cpu()
+
+
 def einsum_scores(queries: list[torch.Tensor], pages: PackedPages) -> torch.Tensor:
     """The obvious implementation: one fp32 einsum per page, no padding, no blocking."""
     q = torch.stack(queries).float()  # equal query lengths here
-    out = torch.empty(q.shape[0], pages.n_pages)
+    out = torch.empty(q.shape[0], pages.n_pages, device=q.device)
     for j in range(pages.n_pages):
         out[:, j] = torch.einsum("qnd,sd->qns", q, pages.page(j).float()).amax(2).sum(1)
     return out
@@ -91,17 +112,36 @@ def make_methods(queries: list[torch.Tensor], pages: PackedPages) -> dict[str, C
     from colpali_engine.utils.processing_utils import BaseVisualRetrieverProcessor
 
     page_list = [pages.page(j) for j in range(pages.n_pages)]  # views, no copy
-    int8_pages = quantize_pages(pages)  # index-time work, not timed
-    return {
+    device = pages.device.type
+    methods = {
         "ours": lambda: maxsim(queries, pages),
         "ours_exact": lambda: maxsim(queries, pages, precision="exact"),
         "ours_native": lambda: maxsim(queries, pages, precision="native"),
-        "ours_int8": lambda: maxsim_int8(queries, int8_pages),
+        "ours_torch": lambda: maxsim(queries, pages, precision="exact", backend="torch"),
         "colpali_engine": lambda: BaseVisualRetrieverProcessor.score_multi_vector(
-            queries, page_list, device="cpu"
+            queries, page_list, device=device
         ),
         "einsum": lambda: einsum_scores(queries, pages),
     }
+    if device == "cpu":
+        int8_pages = quantize_pages(pages)  # index-time work, not timed
+        methods["ours_int8"] = lambda: maxsim_int8(queries, int8_pages)
+    return methods
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def peak_cuda_delta(fn: Callable[[], object]) -> int:
+    """Peak CUDA memory allocated while ``fn`` runs, above what was allocated before."""
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    fn()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - base
 
 
 def rss_bytes() -> int:
@@ -184,26 +224,41 @@ def recall_at(k: int, scores: torch.Tensor, exact: torch.Tensor) -> float:
 
 def run_config(args: argparse.Namespace, n_pages: int, dtype: str) -> list[dict]:
     queries, pages = make_data(
-        n_pages, args.queries, args.page_tokens, args.query_tokens, args.dim, DTYPES[dtype], args.seed
+        n_pages,
+        args.queries,
+        args.page_tokens,
+        args.query_tokens,
+        args.dim,
+        DTYPES[dtype],
+        args.seed,
+        args.device,
     )
     methods = {m: fn for m, fn in make_methods(queries, pages).items() if m in args.methods}
     warm_q, warm_p = queries[:2], pages.view(0, min(8, n_pages))
     for name in methods:  # first-call costs (oneDNN kernel selection, thread pools)
         make_methods(warm_q, warm_p)[name]()
+    if args.device == "cuda":  # the fused kernel autotunes on its first full-size call
+        for fn in methods.values():
+            fn()
     times: dict[str, list[float]] = {m: [] for m in methods}
     results: dict[str, torch.Tensor] = {}
     load = [os.getloadavg()[0]]
     for _ in range(args.repeats):  # interleaved: slow phases of other jobs hit every method
         for name, fn in methods.items():
+            synchronize(args.device)
             start = time.perf_counter()
             results[name] = fn()
+            synchronize(args.device)
             times[name].append(time.perf_counter() - start)
         load.append(os.getloadavg()[0])
     exact = exact_scores(queries, pages)
+    cuda_peaks = {}
+    if args.device == "cuda" and not args.no_memory:
+        cuda_peaks = {name: peak_cuda_delta(fn) for name, fn in methods.items()}
     del methods, pages, queries
     rows = []
     for name, ts in times.items():
-        err = (results[name].double() - exact).abs()
+        err = (results[name].double().cpu() - exact).abs()
         rows.append(
             {
                 "pages": n_pages,
@@ -217,11 +272,12 @@ def run_config(args: argparse.Namespace, n_pages: int, dtype: str) -> list[dict]
                 "mean_abs_err": float(err.mean()),
                 "recall@1": recall_at(1, results[name], exact),
                 "recall@10": recall_at(10, results[name], exact),
-                "peak_mem_mb": None,
+                "peak_mem_mb": cuda_peaks[name] / 2**20 if name in cuda_peaks else None,
+                "device": args.device,
                 "loadavg_1min": [round(x, 2) for x in load],
             }
         )
-    if not args.no_memory:
+    if not args.no_memory and args.device == "cpu":
         for row in rows:
             peak = measure_memory(args, n_pages, dtype, row["method"])
             row["peak_mem_mb"] = None if peak is None else peak / 2**20
@@ -283,17 +339,35 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        default="cpu",
+        help="cuda: data and every method on the GPU (ours = the fused Triton kernel)",
+    )
     parser.add_argument("--no-memory", action="store_true", help="skip the per-method memory subprocesses")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/maxsim.json"))
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON report (default benchmarks/results/maxsim.json, maxsim_cuda.json on --device cuda)",
+    )
     parser.add_argument("--probe", choices=METHODS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
         memory_probe(args)
         return
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device")
+    if args.out is None:
+        args.out = Path("benchmarks/results") / (
+            "maxsim_cuda.json" if args.device == "cuda" else "maxsim.json"
+        )
     cpu = platform.processor() or platform.machine()
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu}, "
-        f"cpu capability {torch.backends.cpu.get_cpu_capability()}; "
+        f"cpu capability {torch.backends.cpu.get_cpu_capability()}"
+        f"{', ' + torch.cuda.get_device_name() if args.device == 'cuda' else ''}; "
         f"{args.queries} queries x {args.query_tokens} tokens, pages {args.page_tokens} x {args.dim}"
     )
     load_at_start = os.getloadavg()
@@ -317,8 +391,14 @@ def main() -> None:
             "threads": torch.get_num_threads(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "cpus": os.cpu_count(),
+            "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,
         },
-        "notes": "best of --repeats interleaved runs; peak memory = RSS delta, fresh subprocess per method",
+        "notes": "best of --repeats interleaved runs; peak memory = "
+        + (
+            "CUDA max_memory_allocated delta, in process"
+            if args.device == "cuda"
+            else "RSS delta, fresh subprocess per method"
+        ),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))

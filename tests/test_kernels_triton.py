@@ -71,11 +71,17 @@ SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def interpreted() -> dict:
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)}
+    # REPO in front of, not instead of, the caller's path (which may be where trident_kernels is)
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": path}
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    if proc.returncode != 0 and "only 0-dimensional arrays can be converted" in proc.stderr:
+        # triton 3.6's interpreter turns a loop bound into int() of a 1-element array, which
+        # numpy >= 2.4 refuses (triton-lang/triton#9171); later triton releases squeeze it.
+        pytest.skip("this triton's interpreter breaks on numpy >= 2.4 (triton-lang/triton#9171)")
     if proc.returncode != 0 or not lines:
         pytest.fail(f"interpreter run failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
     return json.loads(lines[-1][len("RESULT") :])
@@ -104,7 +110,21 @@ def test_cuda_kernel_matches_torch_path(dtype):
     queries = [torch.nn.functional.normalize(torch.randn(n, 128, generator=g), dim=-1) for n in [32, 20, 1]]
     q = [x.to(dtype).cuda() for x in queries]
     p = pack_pages([x.to(dtype).cuda() for x in pages])
-    scores = maxsim(q, p)  # auto -> Triton on CUDA
-    assert scores.is_cuda and scores.dtype == torch.float32
     expected = maxsim_reference([x.cpu() for x in q], [x.to(dtype) for x in pages])
-    torch.testing.assert_close(scores.cpu().double(), expected, atol=1e-3, rtol=1e-5)
+    # fp32 accumulation everywhere; products exact for 16-bit inputs and under "exact"
+    # (IEEE fp32), within ~2^-21 relative for fp32 under the default (3xTF32), 2^-11 "native".
+    # (an H200 benchmark on ColPali-like data measured 1.1e-5 for fp16, 1.4e-5 3xTF32, 2.0e-2 TF32)
+    bounds = {"exact": 5e-5, "fp32": 5e-5 if dtype != torch.float32 else 1e-4, "native": 5e-5}
+    if dtype == torch.float32:
+        bounds["native"] = 5e-2
+    for precision, bound in bounds.items():
+        scores = maxsim(q, p, precision=precision)  # auto -> Triton on CUDA
+        assert scores.is_cuda and scores.dtype == torch.float32
+        err = float((scores.cpu().double() - expected).abs().max())
+        assert err <= bound, (precision, err)
+    # fp32 queries against 16-bit pages: the page tiles are upcast unless "native"
+    if dtype != torch.float32:
+        q32 = [x.cuda() for x in queries]
+        want = maxsim_reference(queries, [x.to(dtype) for x in pages])
+        err = float((maxsim(q32, p).cpu().double() - want).abs().max())
+        assert err <= 1e-4, err

@@ -53,6 +53,36 @@ def test_pages_and_queries_give_per_token_float32_vectors(maker, tmp_path: Path)
     np.testing.assert_allclose(emb.embed_queries(["fox"])[0], queries[1], atol=1e-4)
 
 
+def test_prefetching_pages_from_a_generator_keeps_order_and_vectors(tmp_path: Path) -> None:
+    """The GPU path (the next batch prepared in a worker thread) gives what the plain loop gives,
+    in order, from a generator that is read only as batches are needed; errors surface."""
+    emb = build_model("multivector", profile(tmp_path, make_tiny_colqwen25(shared_dir() / "make_tiny_colqwen25")))
+    pages = PAGES * 3  # 9 pages, 5 batches of 2
+    plain = emb.embed_images(pages, batch_size=2, prefetch=False)
+    opened: list[int] = []
+
+    def lazily():
+        for i, page in enumerate(pages):
+            opened.append(i)
+            yield page
+
+    fetched = emb.embed_images(lazily(), batch_size=2, prefetch=True, show_progress=True)
+    assert opened == list(range(len(pages)))
+    assert len(fetched) == len(plain) == 9
+    for a, b in zip(plain, fetched, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    assert emb.embed_images(iter([]), prefetch=True) == []
+
+    def broken():
+        yield PAGES[0]
+        yield PAGES[1]
+        yield PAGES[2]
+        raise OSError("page 4 cannot be read")
+
+    with pytest.raises(OSError, match="page 4"):
+        emb.embed_images(broken(), batch_size=2, prefetch=True)
+
+
 def test_lora_adapter_is_merged_into_its_local_base(tmp_path: Path) -> None:
     """vidore ships ColQwen/ColPali as adapters; the profile's base_model is the sibling folder."""
     import torch

@@ -84,11 +84,11 @@ def maxsim(
 
     - ``"exact"``: every product exact in fp32 (as an fp32 GEMM computes it), fp32
       accumulation and output; ~1e-6 from float64 on ColPali-sized scores.
-    - ``"fp32"`` (default): fp32 accumulation and output; products exact for 16-bit
-      inputs, and for fp32 inputs on AMX CPUs within 2^-15 relative (bf16 hi/lo split,
-      :class:`trident_kernels.cpu.SplitPlan`): score error <= 2^-15 sum_t |q_t| max_j
-      |p_j| plus fp32 rounding, ~1e-5 on 32-token unit-vector queries. Elsewhere the
-      same as ``"exact"``.
+    - ``"fp32"`` (default): fp32 accumulation and output; products exact for bf16
+      inputs, and within 2^-15 relative for fp16 and fp32 inputs on AMX CPUs (bf16 hi/lo
+      split, :class:`trident_kernels.cpu.SplitPlan`) and for fp32 inputs on CUDA (3xTF32):
+      score error <= 2^-15 sum_t |q_t| max_j |p_j| plus fp32 rounding, ~1e-5 on 32-token
+      unit-vector queries. Elsewhere the same as ``"exact"``.
     - ``"native"``: 16-bit pages use the hardware's 16-bit GEMM (each dot product
       rounded to 16 bits before the max; faster on GPUs).
 

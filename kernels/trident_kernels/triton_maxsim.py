@@ -60,7 +60,7 @@ def _wallclock_bench(fn, quantiles=None, **_: object) -> list[float]:
 
 @triton.autotune(
     configs=_CONFIGS,
-    key=["QLEN", "D"],
+    key=["QLEN", "D", "DOT", "UPCAST"],
     prune_configs_by={"early_config_prune": _prune},
     do_bench=_wallclock_bench if INTERPRET else None,
 )
@@ -79,7 +79,7 @@ def _maxsim_kernel(
     QLEN: tl.constexpr,
     BLOCK_D: tl.constexpr,
     UPCAST: tl.constexpr,
-    IEEE: tl.constexpr,
+    DOT: tl.constexpr,  # input_precision of fp32 dots: "ieee", "tf32x3" or "tf32"
     BLOCK_Q: tl.constexpr,
     BLOCK_T: tl.constexpr,
 ):
@@ -111,10 +111,7 @@ def _maxsim_kernel(
         p = tl.load(p_ptr + t[:, None] * stride_p + d[None, :], mask=t_ok[:, None] & d_ok[None, :], other=0.0)
         if UPCAST:
             p = p.to(tl.float32)
-        if IEEE:  # noqa: SIM108  (constexpr branch; keeps the tf32 default out of the IEEE path)
-            s = tl.dot(q, tl.trans(p), input_precision="ieee")
-        else:
-            s = tl.dot(q, tl.trans(p))
+        s = tl.dot(q, tl.trans(p), input_precision=DOT)
         s = tl.where(t_ok[None, :], s, float("-inf"))
         best = tl.maximum(best, tl.max(s, axis=1))
 
@@ -138,11 +135,15 @@ def maxsim_triton(
 ) -> torch.Tensor:
     """Scores ``[n_queries, len(page_ids)]`` fp32 with the fused kernel.
 
-    fp32 pages use IEEE fp32 dots ("fp32") or TF32 ("native"). 16-bit pages use tensor
-    cores with fp32 accumulation; fp32 queries against 16-bit pages are rounded to the
-    pages' dtype only under "native", otherwise the page tiles are upcast (exact, slower).
+    fp32 dots run as IEEE fp32 FMAs ("exact"), as three TF32 tensor-core products
+    ("fp32": hi x hi + hi x lo + lo x hi, each operand hi + lo keeping 22 of its 24
+    bits, so a product is within ~2^-21 relative of exact) or as one TF32 product
+    ("native", 2^-11). On an H200 IEEE fp32 ran 0.2x colpali-engine's cuBLAS SGEMM: Triton
+    lowers it to CUDA-core FMAs. 16-bit pages use tensor cores with fp32 accumulation;
+    fp32 queries against 16-bit pages are rounded to the pages' dtype only under "native",
+    otherwise the page tiles are upcast (a 16-bit value is exact in TF32, so "fp32" then
+    loses only the queries' last 2 bits).
     """
-    precision = "fp32" if precision == "exact" else precision  # IEEE fp32 dots are exact products
     tokens = as_tensor(pages.tokens)
     device = tokens.device
     if tokens.stride(1) != 1:
@@ -160,7 +161,7 @@ def maxsim_triton(
     # upcast there. bf16 x bf16 products are exact in fp32, so the result is the same.
     upcast = upcast or (INTERPRET and page_dtype == torch.bfloat16)
     compute = torch.float32 if (upcast or page_dtype == torch.float32) else page_dtype
-    ieee = compute == torch.float32 and precision == "fp32"
+    dot = {"exact": "ieee", "fp32": "tf32x3"}.get(precision, "tf32") if compute == torch.float32 else "tf32"
     qlen = max(16, triton.next_power_of_2(int(queries.lengths.max())))
     padded = _pad_queries(queries, qlen, compute, device)
     qlens = torch.from_numpy(queries.lengths.astype(np.int32)).to(device)
@@ -174,7 +175,7 @@ def maxsim_triton(
     _maxsim_kernel[grid](
         padded, qlens, tokens, offsets, ids, out,
         queries.n_queries, page_ids.size, tokens.stride(0),
-        D=dim, QLEN=qlen, BLOCK_D=max(16, triton.next_power_of_2(dim)), UPCAST=upcast, IEEE=ieee,
+        D=dim, QLEN=qlen, BLOCK_D=max(16, triton.next_power_of_2(dim)), UPCAST=upcast, DOT=dot,
     )  # fmt: skip
     return out
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -122,7 +122,7 @@ class MultiVectorEmbedder(Protocol):
     dim: int
 
     def embed_images(
-        self, images: Sequence[Image.Image], *, batch_size: int = 4, show_progress: bool = False
+        self, images: Iterable[Image.Image], *, batch_size: int = 4, show_progress: bool = False
     ) -> list[np.ndarray]: ...
 
     def embed_queries(self, queries: Sequence[str], *, batch_size: int = 16) -> list[np.ndarray]: ...

@@ -80,13 +80,14 @@ class ColPaliPool(StoredPool[ColPaliStructure]):
     def prepare(self, doc: Document) -> None:
         from PIL import Image
 
-        chunks: list[np.ndarray] = []
-        for start in range(0, doc.n_pages, EMBED_BATCH):  # render lazily, a batch at a time: bounded memory
-            images = []
-            for number in range(start + 1, min(start + EMBED_BATCH, doc.n_pages) + 1):
+        def pages():  # rendered and opened lazily, as the embedder asks: bounded memory
+            for number in range(1, doc.n_pages + 1):
                 with Image.open(self.store.page_image(doc.doc_id, number)) as im:
-                    images.append(im.convert("RGB"))
-            chunks.extend(self.embedder.embed_images(images, batch_size=EMBED_BATCH))
+                    yield im.convert("RGB")
+
+        # one call for the whole document, so the embedder can prepare the next batch on the
+        # CPU while the GPU embeds this one
+        chunks = self.embedder.embed_images(pages(), batch_size=EMBED_BATCH)
         lengths = [len(c) for c in chunks]
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         dim = self.embedder.dim

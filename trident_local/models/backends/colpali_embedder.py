@@ -8,7 +8,10 @@ float32 [n_tokens, dim] array per input. Scoring (MaxSim) lives in kernels/.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +133,19 @@ class ColPaliEmbedder:
         self.processor = proc_cls.from_pretrained(str(proc_dir), **proc_kwargs)
         self.dim = int(getattr(self.model, "dim", 128))
 
+    @classmethod
+    def from_model(
+        cls, model: Any, processor: Any, *, name: str = "colpali", device: str = "auto"
+    ) -> ColPaliEmbedder:
+        """Wrap a colpali-engine model and processor already in memory (benchmarks, custom loading)."""
+        self = cls.__new__(cls)
+        self.name = name
+        self.device = pick_device(device)
+        self.model = model.to(self.device).eval()
+        self.processor = processor
+        self.dim = int(getattr(model, "dim", 128))
+        return self
+
     def _forward(self, batch: Any) -> list[np.ndarray]:
         import torch
 
@@ -140,17 +156,47 @@ class ColPaliEmbedder:
         return [e[m].float().cpu().numpy() for e, m in zip(emb, mask, strict=True)]
 
     def embed_images(
-        self, images: Sequence[Image.Image], *, batch_size: int = 4, show_progress: bool = False
+        self,
+        images: Iterable[Image.Image],
+        *,
+        batch_size: int = 4,
+        show_progress: bool = False,
+        prefetch: bool | None = None,
     ) -> list[np.ndarray]:
-        out: list[np.ndarray] = []
-        steps = range(0, len(images), batch_size)
+        """One float32 ``[tokens, dim]`` array per image, in order.
+
+        ``images`` may be a generator (the pool passes pages as it opens them). With
+        ``prefetch`` (default: on a GPU) a worker thread reads and processes batch k + 1
+        on the CPU while the device runs batch k: on an H200 the processor's CPU work was
+        as long as the 3B forward itself. At most two batches of images are held.
+        """
+        prefetch = (not self.device.startswith("cpu")) if prefetch is None else prefetch
+        it = iter(images)
+
+        def next_batch() -> Any:
+            chunk = [im.convert("RGB") for im in islice(it, batch_size)]
+            return self.processor.process_images(chunk) if chunk else None
+
+        bar = None
         if show_progress:
             from tqdm import tqdm
 
-            steps = tqdm(steps, desc=f"{self.name}: pages", unit="batch")
-        for start in steps:
-            chunk = [im.convert("RGB") for im in images[start : start + batch_size]]
-            out += self._forward(self.processor.process_images(chunk))
+            bar = tqdm(desc=f"{self.name}: pages", unit="page")
+        out: list[np.ndarray] = []
+        with ThreadPoolExecutor(1, thread_name_prefix="colpali-prep") if prefetch else nullcontext() as pool:
+            pending = pool.submit(next_batch) if pool else None
+            while True:
+                batch = pending.result() if pending else next_batch()
+                if batch is None:
+                    break
+                if pool:
+                    pending = pool.submit(next_batch)  # the CPU works on the next batch meanwhile
+                vectors = self._forward(batch)
+                out += vectors
+                if bar is not None:
+                    bar.update(len(vectors))
+        if bar is not None:
+            bar.close()
         return out
 
     def embed_queries(self, queries: Sequence[str], *, batch_size: int = 16) -> list[np.ndarray]:
