@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from trident_kernels.ann_shards import MapFn
 
 IVF_MIN_PAGES = 20_000  # below this, exact MaxSim over every page is fast enough on one core
-EMBED_BATCH = 4
+EMBED_BATCH = 4  # an H200 ran ColQwen2.5 no faster at 8-32 pages a batch (benchmarks/page_embedding.py)
 PAGES_DIR = "pages"
 
 
