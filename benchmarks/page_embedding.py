@@ -38,65 +38,33 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))  # tiny_models: the tokenizer and toy config the tests use
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "benchmarks"))  # tiny_models: the tokenizer and toy config the tests use
 
-from tiny_models import QWEN_SPECIAL, tiny_qwen25vl_config, train_bpe_tokenizer  # noqa: E402
+from gpu_caption_throughput import QWEN25_VL_7B  # noqa: E402
+from tiny_models import qwen_vl_ids, qwen_vl_tokenizer, tiny_qwen25vl_config  # noqa: E402
 
 from trident_local.models.backends.colpali_embedder import ColPaliEmbedder  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 DPI = 144  # trident_local.config.Config.dpi
 
-# vidore/colqwen2.5-base (= Qwen/Qwen2.5-VL-3B-Instruct) config.json, published architecture numbers.
+# vidore/colqwen2.5-base (= Qwen/Qwen2.5-VL-3B-Instruct) config.json, published architecture numbers:
+# the 7B's layout (benchmarks/gpu_caption_throughput.py) with these differences.
 QWEN25_VL_3B: dict[str, Any] = {
     "text_config": {
+        **QWEN25_VL_7B["text_config"],
         "vocab_size": 151936,
         "hidden_size": 2048,
         "intermediate_size": 11008,
         "num_hidden_layers": 36,
         "num_attention_heads": 16,
         "num_key_value_heads": 2,
-        "hidden_act": "silu",
-        "max_position_embeddings": 128000,
-        "rms_norm_eps": 1e-6,
-        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]},
-        "use_sliding_window": False,
-        "sliding_window": 32768,
         "max_window_layers": 70,
     },
-    "vision_config": {
-        "depth": 32,
-        "hidden_act": "silu",
-        "hidden_size": 1280,
-        "intermediate_size": 3420,
-        "num_heads": 16,
-        "in_channels": 3,
-        "out_hidden_size": 2048,
-        "patch_size": 14,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "window_size": 112,
-        "fullatt_block_indexes": [7, 15, 23, 31],
-        "tokens_per_second": 2,
-    },
+    "vision_config": {**QWEN25_VL_7B["vision_config"], "out_hidden_size": 2048},
     "tie_word_embeddings": True,
 }
-
-
-def tokenizer() -> Any:
-    tok = train_bpe_tokenizer(QWEN_SPECIAL)
-    tok.eos_token, tok.pad_token = "<|im_end|>", "<|endoftext|>"
-    return tok
-
-
-def special_ids(tok: Any) -> dict[str, int]:
-    ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL}
-    return {
-        "image_token_id": ids["<|image_pad|>"],
-        "video_token_id": ids["<|video_pad|>"],
-        "vision_start_token_id": ids["<|vision_start|>"],
-        "vision_end_token_id": ids["<|vision_end|>"],
-    }
 
 
 def build_embedder(
@@ -106,11 +74,11 @@ def build_embedder(
     from colpali_engine.models import ColQwen2_5, ColQwen2_5_Processor
     from transformers import Qwen2_5_VLConfig, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
 
-    tok = tokenizer()
+    tok = qwen_vl_tokenizer()
     if tiny:
-        cfg = tiny_qwen25vl_config(151936, special_ids(tok), tok.eos_token_id, tok.pad_token_id)
+        cfg = tiny_qwen25vl_config(151936, qwen_vl_ids(tok), tok.eos_token_id, tok.pad_token_id)
     else:
-        cfg = Qwen2_5_VLConfig(**QWEN25_VL_3B, **special_ids(tok))
+        cfg = Qwen2_5_VLConfig(**QWEN25_VL_3B, **qwen_vl_ids(tok))
         cfg.text_config.eos_token_id = tok.eos_token_id
         cfg.text_config.pad_token_id = tok.pad_token_id
     # ColPaliEmbedder's choice unless told: sdpa on CUDA, eager on CPU

@@ -146,7 +146,7 @@ def make_tiny_llama(dir: str | Path) -> Path:
     return _once("llama", Path(dir), build)
 
 
-def _qwen_vl_tokenizer():
+def qwen_vl_tokenizer():
     tok = train_bpe_tokenizer(QWEN_SPECIAL)
     tok.eos_token, tok.pad_token = "<|im_end|>", "<|endoftext|>"
     tok.chat_template = QWEN_VL_CHAT_TEMPLATE
@@ -161,7 +161,7 @@ def _qwen_vl_image_processor():
     return Qwen2VLImageProcessor(size=size), Qwen2VLVideoProcessor(size=size)
 
 
-def _qwen_vl_ids(tok) -> dict[str, int]:
+def qwen_vl_ids(tok) -> dict[str, int]:
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL}
     return {
         "image_token_id": ids["<|image_pad|>"],
@@ -215,9 +215,9 @@ def make_tiny_qwen25vl(dir: str | Path) -> Path:
         import torch
         from transformers import Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor
 
-        tok = _qwen_vl_tokenizer()
+        tok = qwen_vl_tokenizer()
         image_proc, video_proc = _qwen_vl_image_processor()
-        cfg = tiny_qwen25vl_config(len(tok), _qwen_vl_ids(tok), tok.eos_token_id, tok.pad_token_id)
+        cfg = tiny_qwen25vl_config(len(tok), qwen_vl_ids(tok), tok.eos_token_id, tok.pad_token_id)
         torch.manual_seed(0)
         model = Qwen2_5_VLForConditionalGeneration(cfg).eval()
         model.generation_config.eos_token_id = tok.eos_token_id
@@ -242,7 +242,7 @@ def make_tiny_colqwen2(dir: str | Path) -> Path:
         from colpali_engine.models import ColQwen2, ColQwen2Processor
         from transformers import Qwen2VLConfig
 
-        tok = _qwen_vl_tokenizer()
+        tok = qwen_vl_tokenizer()
         image_proc, video_proc = _qwen_vl_image_processor()
         cfg = Qwen2VLConfig(
             text_config={
@@ -272,7 +272,7 @@ def make_tiny_colqwen2(dir: str | Path) -> Path:
                 "spatial_merge_size": 2,
                 "temporal_patch_size": 2,
             },
-            **_qwen_vl_ids(tok),
+            **qwen_vl_ids(tok),
         )
         torch.manual_seed(0)
         model = ColQwen2(cfg).eval()
@@ -290,9 +290,9 @@ def make_tiny_colqwen25(dir: str | Path) -> Path:
         import torch
         from colpali_engine.models import ColQwen2_5, ColQwen2_5_Processor
 
-        tok = _qwen_vl_tokenizer()
+        tok = qwen_vl_tokenizer()
         image_proc, video_proc = _qwen_vl_image_processor()
-        cfg = tiny_qwen25vl_config(len(tok), _qwen_vl_ids(tok), tok.eos_token_id, tok.pad_token_id)
+        cfg = tiny_qwen25vl_config(len(tok), qwen_vl_ids(tok), tok.eos_token_id, tok.pad_token_id)
         torch.manual_seed(0)
         ColQwen2_5(cfg).eval().save_pretrained(out)
         ColQwen2_5_Processor(
