@@ -56,16 +56,25 @@ def make_data(
     dtype: torch.dtype,
     seed: int = 0,
     device: str = "cpu",
+    background: float = 0.0,
 ) -> tuple[list[torch.Tensor], PackedPages]:
-    """Unit-norm random pages (packed, in ``dtype``) and queries drawn from random pages."""
+    """Unit-norm random pages (packed, in ``dtype``) and queries drawn from random pages.
+
+    ``background``: that share of every page's tokens are near-copies (noise 0.002 a value) of
+    ONE direction shared by all pages, as blank regions of real pages may embed alike; the
+    queries drawn from them then have hundreds of near-tied maxima on every page, the worst
+    case for the screened fp32 kernel (avx512_maxsim.c). 0 draws the same data as before."""
     g = torch.Generator(device=device).manual_seed(seed)
     tokens = torch.empty(n_pages * page_tokens, dim, dtype=dtype, device=device)
+    bg = torch.nn.functional.normalize(torch.randn(dim, generator=g, device=device), dim=0) if background else None
     chunk = 1 << 18
     for start in range(0, tokens.shape[0], chunk):
         rows = min(chunk, tokens.shape[0] - start)
-        tokens[start : start + rows] = torch.nn.functional.normalize(
-            torch.randn(rows, dim, generator=g, device=device), dim=-1
-        )
+        block = torch.randn(rows, dim, generator=g, device=device)
+        if background:
+            blank = (torch.arange(start, start + rows, device=device) % page_tokens) < background * page_tokens
+            block[blank] = bg + 0.002 * block[blank]
+        tokens[start : start + rows] = torch.nn.functional.normalize(block, dim=-1)
     offsets = np.arange(n_pages + 1, dtype=np.int64) * page_tokens
     queries = []
     for _ in range(n_queries):
@@ -180,6 +189,7 @@ def memory_probe(args: argparse.Namespace) -> None:
         args.dim,
         DTYPES[args.dtypes[0]],
         args.seed,
+        background=args.background,
     )
     make_methods(queries[:2], pages.view(0, 8))[args.probe]()  # one-time library set-up is not the method's
     methods = make_methods(queries, pages)
@@ -206,6 +216,8 @@ def measure_memory(args: argparse.Namespace, n_pages: int, dtype: str, method: s
         str(args.dim),
         "--seed",
         str(args.seed),
+        "--background",
+        str(args.background),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -232,6 +244,7 @@ def run_config(args: argparse.Namespace, n_pages: int, dtype: str) -> list[dict]
         DTYPES[dtype],
         args.seed,
         args.device,
+        args.background,
     )
     methods = {m: fn for m, fn in make_methods(queries, pages).items() if m in args.methods}
     warm_q, warm_p = queries[:2], pages.view(0, min(8, n_pages))
@@ -339,6 +352,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--background",
+        type=float,
+        default=0.0,
+        help="share of each page's tokens that are near-copies of one direction shared by all pages",
+    )
     parser.add_argument(
         "--device",
         choices=["cpu", "cuda"],

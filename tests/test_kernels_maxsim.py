@@ -433,3 +433,37 @@ def test_fused_kernel_fp32_products(dtype, dim, cpu_path):
         amx.page_maxima_f32(tokens, starts, np.r_[lengths[:-1], 0], amx.PackedQueryRows(rows))
     with pytest.raises(ValueError):
         amx.page_maxima_f32(tokens, starts, lengths, amx.PackedQueryRows(rows[:, :-1]))
+
+
+@pytest.mark.parametrize("ties", [3, 40, 300])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_fused_fp32_screen_finds_the_max_among_near_ties(ties, dtype, cpu_path):
+    """The fp32-product entry ranks tokens in bf16 and re-checks the near-maximal ones in
+    fp32: with tokens whose dots differ by less than bf16 can tell apart (a few, or so many
+    that whole blocks are re-done in fp32), tokens of very different norms, and the largest
+    dot placed late in the page, every maximum is the fp32 one."""
+    if cpu_path != "fused" or not amx.has_f32_kernel():
+        pytest.skip("no fp32-product kernel on this machine")
+    g = torch.Generator().manual_seed(ties)
+    dim = 64
+    rows = torch.nn.functional.normalize(torch.randn(35, dim, generator=g), dim=1)
+    base = rows[0]
+    noise = torch.nn.functional.normalize(torch.randn(500, dim, generator=g), dim=1)
+    near = base + 1e-4 * torch.randn(ties, dim, generator=g)  # bf16 sees them all as one value
+    scale = torch.exp(torch.randn(500, 1, generator=g) * 2)  # norms over ~e^-6 .. e^6
+    page = torch.cat([noise * scale, near, 3.0 * base[None]])  # the largest dot is the last token
+    pages = [page, near, page.flip(0)]
+    tokens = torch.cat(pages).to(dtype)
+    lengths = np.array([len(x) for x in pages])
+    starts = np.r_[0, np.cumsum(lengths)[:-1]]
+    got = amx.page_maxima_f32(tokens, starts, lengths, amx.PackedQueryRows(rows))
+    gemm = torch.stack(
+        [(rows @ tokens[s : s + n].float().T).amax(1) for s, n in zip(starts, lengths, strict=True)], 1
+    )
+    want = torch.stack(
+        [(rows.double() @ tokens[s : s + n].double().T).amax(1) for s, n in zip(starts, lengths, strict=True)], 1
+    )
+    slack = 4 * torch.finfo(torch.float32).eps * want.abs().clamp(min=1) * dim
+    assert torch.all((got.double() - want).abs() <= (gemm.double() - want).abs() + slack)
+    # the near-tie page alone: its max is one of the ties, told apart only in fp32
+    assert torch.allclose(got[:, 1], gemm[:, 1], rtol=0, atol=1e-6)

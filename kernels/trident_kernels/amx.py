@@ -140,7 +140,7 @@ def library() -> Kernel | None:
     f32 = None
     if chosen.entry_f32 is not None:
         f32 = getattr(lib, chosen.entry_f32)
-        f32.argtypes = [p, i32, i64, i32, p, p, i64, p, i32, p]
+        f32.argtypes = [p, i32, i64, i32, p, p, i64, p, p, p, p, i32, i32, p]
         f32.restype = ctypes.c_int
     return Kernel(chosen.name, parts, f32)
 
@@ -233,7 +233,11 @@ def page_maxima(
 
 
 class PackedQueryRows:
-    """Query rows in fp32 for the fp32-product kernel: ``[tiles][dim][16 rows]``, rows padded to 32."""
+    """Query rows for the fp32-product kernel: one-part bf16 tiles (the screen), fp32 tiles
+    ``[tiles][dim][16 rows]`` and fp32 rows (the re-checks), and each row's screening
+    coefficient (2^-7 + 2^-12) |q| (see avx512_maxsim.c); rows padded to 32."""
+
+    SCREEN = 2.0**-7 + 2.0**-12
 
     def __init__(self, rows: torch.Tensor) -> None:
         n_rows, dim = rows.shape
@@ -241,7 +245,10 @@ class PackedQueryRows:
         rows_pad = round_up(max(n_rows, 1), QUERY_ROW_MULTIPLE)
         packed = torch.zeros(rows_pad, dim, dtype=torch.float32)
         packed[:n_rows] = rows.float()
+        self.rows = packed
         self.tiles = packed.view(rows_pad // TILE, TILE, dim).permute(0, 2, 1).contiguous()
+        self.screen = PackedQueryTiles(packed, (0,))
+        self.coef = (packed.double().norm(dim=1) * self.SCREEN).float()
         self.n_tiles = rows_pad // TILE
 
 
@@ -256,7 +263,11 @@ def page_maxima_f32(
         raise ValueError(f"query dim {queries.tiles.shape[1]} != page dim {tokens.shape[1]}")
     args = _page_args(tokens, starts, lengths)
     out = torch.empty(len(starts), queries.n_tiles * TILE, dtype=torch.float32)
-    status = kernel.f32(*args, queries.tiles.data_ptr(), queries.n_tiles, out.data_ptr())
+    status = kernel.f32(
+        *args,
+        queries.screen.tiles.data_ptr(), queries.tiles.data_ptr(), queries.rows.data_ptr(), queries.coef.data_ptr(),
+        queries.n_tiles, queries.n_rows, out.data_ptr(),
+    )  # fmt: skip
     if status != 0:
         raise MemoryError("MaxSim kernel could not allocate its scratch buffers")
     return out[:, : queries.n_rows].T

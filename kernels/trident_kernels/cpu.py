@@ -128,8 +128,9 @@ class SplitPlan:
     1 = lo), laid side by side along the reduction axis: one tile GEMM of depth
     ``len(q_picks) * dim`` adds them up, so fp32 pages cost ~3x the AMX work of bf16 ones
     and still far less than an fp32 GEMM. Without AMX (``avx512_maxsim.c``) a bf16
-    instruction does only twice an fp32 FMA's products, so there plans of 3-4 terms run as
-    plain fp32 products instead (exact, like the GEMM) and only 1-term plans use bf16.
+    instruction does only twice an fp32 FMA's products, so there plans of 2-4 terms run as
+    fp32 products instead (exact, like the GEMM: a one-part bf16 screen, then fp32 dots for
+    the tokens near each row's max) and only 1-term plans use the bf16 parts.
 
     Exactness: an fp16 value is exactly hi + lo (11 significant bits <= 8 + 8), so
     16-bit inputs with all four terms have exact products, like the fp32 GEMM
