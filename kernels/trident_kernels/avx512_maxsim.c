@@ -34,11 +34,10 @@ static inline __m512bh broadcast_pair(const uint16_t *p) {
     return (__m512bh)_mm512_set1_epi32(v);
 }
 
-// One register block: maxima of REG_TOKENS page tokens (the first n valid) against 32 query
-// rows (b0: rows 0-15, b1: rows 16-31) folded into m[0], m[1].
-static inline void block_max(const uint16_t *a, int kp, const uint16_t *b0, const uint16_t *b1,
-                             int n, __m512 *m) {
-    __m512 c0[REG_TOKENS], c1[REG_TOKENS];
+// One register block's bf16 dots: REG_TOKENS page tokens against 32 query rows (b0: rows
+// 0-15 into c0, b1: rows 16-31 into c1), fp32 accumulation.
+static inline void block_dots(const uint16_t *a, int kp, const uint16_t *b0, const uint16_t *b1, __m512 *c0,
+                              __m512 *c1) {
     for (int i = 0; i < REG_TOKENS; i++) {
         c0[i] = _mm512_setzero_ps();
         c1[i] = _mm512_setzero_ps();
@@ -52,6 +51,13 @@ static inline void block_max(const uint16_t *a, int kp, const uint16_t *b0, cons
             c1[i] = _mm512_dpbf16_ps(c1[i], x, q1);
         }
     }
+}
+
+// One register block: maxima of its first n valid tokens folded into m[0], m[1].
+static inline void block_max(const uint16_t *a, int kp, const uint16_t *b0, const uint16_t *b1,
+                             int n, __m512 *m) {
+    __m512 c0[REG_TOKENS], c1[REG_TOKENS];
+    block_dots(a, kp, b0, b1, c0, c1);
     for (int i = 0; i < REG_TOKENS; i++) {
         if (i < n) {
             m[0] = _mm512_max_ps(m[0], c0[i]);
@@ -107,19 +113,7 @@ static inline void block_screen(const uint16_t *a, int kp, const uint16_t *b0, c
                                 const float *af, int dim, const float *qf0, const float *qrows, int n,
                                 __m512 *m, __m512 *e, const __m512 *thr, const __mmask16 *valid) {
     __m512 c0[REG_TOKENS], c1[REG_TOKENS];
-    for (int i = 0; i < REG_TOKENS; i++) {
-        c0[i] = _mm512_setzero_ps();
-        c1[i] = _mm512_setzero_ps();
-    }
-    for (int d = 0; d < kp; d += 2) {
-        const __m512bh q0 = (__m512bh)_mm512_loadu_si512(b0 + (int64_t)d * 16);
-        const __m512bh q1 = (__m512bh)_mm512_loadu_si512(b1 + (int64_t)d * 16);
-        for (int i = 0; i < REG_TOKENS; i++) {
-            const __m512bh x = broadcast_pair(a + (int64_t)i * kp + d);
-            c0[i] = _mm512_dpbf16_ps(c0[i], x, q0);
-            c1[i] = _mm512_dpbf16_ps(c1[i], x, q1);
-        }
-    }
+    block_dots(a, kp, b0, b1, c0, c1);
     __m512 m0 = m[0], m1 = m[1];
     for (int i = 0; i < n; i++) {
         m0 = _mm512_max_ps(m0, c0[i]);

@@ -121,7 +121,6 @@ class ColPaliEmbedder:
 
             net = PeftModel.from_pretrained(net, str(folder), local_files_only=True).merge_and_unload()
         _tie_meta_lm_head(net)
-        self.model = net.to(self.device).eval()
         proc_dir = (
             folder
             if (folder / "preprocessor_config.json").is_file() or (folder / "processor_config.json").is_file()
@@ -130,8 +129,12 @@ class ColPaliEmbedder:
         proc_kwargs: dict[str, Any] = {"local_files_only": True}
         if max_num_visual_tokens is not None and fam != "paligemma":
             proc_kwargs["max_num_visual_tokens"] = max_num_visual_tokens
-        self.processor = proc_cls.from_pretrained(str(proc_dir), **proc_kwargs)
-        self.dim = int(getattr(self.model, "dim", 128))
+        self._attach(net, proc_cls.from_pretrained(str(proc_dir), **proc_kwargs))
+
+    def _attach(self, model: Any, processor: Any) -> None:
+        self.model = model.to(self.device).eval()
+        self.processor = processor
+        self.dim = int(getattr(model, "dim", 128))
 
     @classmethod
     def from_model(
@@ -141,9 +144,7 @@ class ColPaliEmbedder:
         self = cls.__new__(cls)
         self.name = name
         self.device = pick_device(device)
-        self.model = model.to(self.device).eval()
-        self.processor = processor
-        self.dim = int(getattr(model, "dim", 128))
+        self._attach(model, processor)
         return self
 
     def _forward(self, batch: Any) -> list[np.ndarray]:
@@ -177,13 +178,11 @@ class ColPaliEmbedder:
             chunk = [im.convert("RGB") for im in islice(it, batch_size)]
             return self.processor.process_images(chunk) if chunk else None
 
-        bar = None
-        if show_progress:
-            from tqdm import tqdm
+        from tqdm import tqdm
 
-            bar = tqdm(desc=f"{self.name}: pages", unit="page")
         out: list[np.ndarray] = []
-        with ThreadPoolExecutor(1, thread_name_prefix="colpali-prep") if prefetch else nullcontext() as pool:
+        prep = ThreadPoolExecutor(1, thread_name_prefix="colpali-prep") if prefetch else nullcontext()
+        with prep as pool, tqdm(desc=f"{self.name}: pages", unit="page", disable=not show_progress) as bar:
             pending = pool.submit(next_batch) if pool else None
             while True:
                 batch = pending.result() if pending else next_batch()
@@ -193,10 +192,7 @@ class ColPaliEmbedder:
                     pending = pool.submit(next_batch)  # the CPU works on the next batch meanwhile
                 vectors = self._forward(batch)
                 out += vectors
-                if bar is not None:
-                    bar.update(len(vectors))
-        if bar is not None:
-            bar.close()
+                bar.update(len(vectors))
         return out
 
     def embed_queries(self, queries: Sequence[str], *, batch_size: int = 16) -> list[np.ndarray]:
