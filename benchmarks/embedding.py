@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/embedding.py [--data ../shared/data/mmlongbench-doc/documents] \
         [--windows 512] [--repeats 3] [--out benchmarks/results/embedding.json]
 
-Windows are cut from real PDFs exactly as the dense pool of a new index cuts them and
+Windows are cut from real PDFs exactly as the dense pool of a new index cuts them (token windows
+under the model's tokenizer; ``--word-windows`` for the word windows of older indexes) and
 embedded by each configuration of the default profile (minilm): torch float32, torch with the
 profile's dtype ("auto": bf16 autocast where the CPU multiplies bf16 natively), OpenVINO in the
 matching precision, OpenVINO float32 and OpenVINO int8 (profile minilm-int8, quantised on first
@@ -27,18 +28,18 @@ import pymupdf
 
 from trident_local.config import Config
 from trident_local.models.profiles import build_model
-from trident_local.retrieve.chunking import windows
+from trident_local.retrieve.chunking import WindowSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 CFG = Config()
 
 
-def page_windows(data: Path, limit: int) -> list[str]:
+def page_windows(data: Path, limit: int, spec: WindowSpec, embedder) -> list[str]:
     out: list[str] = []
     for pdf in sorted(data.glob("*.pdf")):
         with pymupdf.open(pdf) as doc:
             for page in doc:
-                out += windows(page.get_text(), CFG.chunk_words, CFG.chunk_stride)
+                out += spec.cut(page.get_text(), embedder)
                 if len(out) >= limit:
                     return out[:limit]
     return out
@@ -49,11 +50,14 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/mmlongbench-doc/documents")
     ap.add_argument("--windows", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--word-windows", action="store_true",
+                    help=f"cut {CFG.chunk_words}-word windows (indexes written before token windows)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/embedding.json")
     args = ap.parse_args()
     if not args.data.is_dir():
         raise SystemExit(f"no such folder: {args.data}")
-    texts = page_windows(args.data, args.windows)
+    spec = WindowSpec(CFG.chunk_words, CFG.chunk_stride, 0 if args.word_windows else CFG.chunk_tokens)
+    texts = page_windows(args.data, args.windows, spec, build_model("embedder", "minilm"))
     if not texts:
         raise SystemExit(f"no text windows in the PDFs of {args.data}")
     load_before = os.getloadavg()[0]
@@ -82,7 +86,7 @@ def main() -> None:
                      "vs_torch_profile_dtype": round(base / sec, 2),
                      "min_cosine_to_torch_fp32": round(float((vecs[name] * ref).sum(1).min()), 6),
                      "mean_cosine_to_torch_fp32": round(float((vecs[name] * ref).sum(1).mean()), 6)})
-    print(f"\n{len(texts)} windows ({CFG.chunk_words} words, stride {CFG.chunk_stride}) from {args.data}; median of {args.repeats} "
+    print(f"\n{len(texts)} windows ({spec.describe()}) from {args.data}; median of {args.repeats} "
           f"interleaved repeats; load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after\n")
     print("| config | runtime | windows per CPU-s | x torch (profile dtype) | min / mean cosine to torch fp32 |")
     print("|---|---|---|---|---|")
@@ -90,7 +94,7 @@ def main() -> None:
         print(f"| {r['config']} | {r['runtime']} | {r['windows_per_cpu_s']} | {r['vs_torch_profile_dtype']} | "
               f"{r['min_cosine_to_torch_fp32']:.4f} / {r['mean_cosine_to_torch_fp32']:.4f} |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"windows": len(texts), "repeats": args.repeats, "cpus": os.cpu_count(),
+    args.out.write_text(json.dumps({"windows": len(texts), "cut": spec.describe(), "repeats": args.repeats, "cpus": os.cpu_count(),
                                     "load_before": load_before, "load_after": os.getloadavg()[0],
                                     "rows": rows}, indent=2))
     print(f"\nwrote {args.out}")

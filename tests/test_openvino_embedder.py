@@ -206,3 +206,29 @@ def test_int8_without_nncf_is_a_clear_error_or_torch(cache: Path, monkeypatch: p
     with pytest.raises(TridentError, match="nncf"):
         build_model("embedder", "minilm-int8", runtime="openvino")
     assert build_model("embedder", "minilm-int8").runtime == "torch"  # auto: warned, then torch
+
+
+def test_batches_on_several_streams_give_the_one_request_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bulk path keeps a batch in flight per stream; same rows, same order as one request at a time."""
+    m = build_model("embedder", "minilm", runtime="openvino")
+    enc = m._ov
+    if enc.streams < 2:
+        pytest.skip("OpenVINO gives this machine one stream")
+    texts = [f"{t} {i}" for i in range(5) for t in TEXTS]
+    one = ove._encode_sorted(texts, 2, enc._embed)
+    np.testing.assert_array_equal(enc.encode(texts, batch_size=2), one)
+    np.testing.assert_array_equal(enc.encode(texts[:1]), one[:1])  # a lone text: one request
+
+    real, calls = enc._features, []
+
+    def fails_on_the_third_batch(batch):
+        calls.append(len(batch))
+        if len(calls) == 3:
+            raise RuntimeError("tokeniser failed")
+        return real(batch)
+
+    monkeypatch.setattr(enc, "_features", fails_on_the_third_batch)
+    with pytest.raises(RuntimeError, match="tokeniser failed"):  # raised here; the batches in flight finish first
+        enc.encode(texts, batch_size=2)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(enc.encode(texts, batch_size=2), one)  # and the encoder still works

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from trident_local.retrieve.chunking import WindowSpec
+
 DEFAULT_POOLS = ("bm25", "dense")
 
 
@@ -23,6 +25,10 @@ class Config:
     # more windows on the public subset for no retrieval gain (README, "Measured: indexing speed").
     # An index keeps the stride it was built with.
     chunk_stride: int = 160
+    # dense passages cut by the embedder's tokens instead: windows of at most this many (special
+    # tokens included, capped at the model's maximum), side by side. 0 = the word windows above,
+    # what an index written before this field keeps (Config.from_stored).
+    chunk_tokens: int = 128
     pool_size: int = 20  # M: candidates handed to the reranker
     k_max: int = 5  # most pages an answer cites
 
@@ -33,6 +39,20 @@ class Config:
     def from_dict(cls, d: dict[str, Any]) -> Config:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known})
+
+    @classmethod
+    def from_stored(cls, d: dict[str, Any]) -> Config:
+        """An index's saved config: a field the index was written without keeps the behaviour the
+        index was built with, not today's default."""
+        return cls.from_dict({**BEFORE_FIELD, **d})
+
+    def windows(self) -> WindowSpec:
+        """How this index cuts page text for its embedder."""
+        return WindowSpec(self.chunk_words, self.chunk_stride, self.chunk_tokens)
+
+
+# What an index saved before a field existed did, where that differs from the field's default.
+BEFORE_FIELD: dict[str, Any] = {"chunk_tokens": 0}
 
 
 @dataclass

@@ -94,6 +94,11 @@ class TextEmbedder(Protocol):
     name: str
     dim: int
     max_tokens: int
+    passage_overhead: int  # tokens every passage costs beyond its words (special tokens, prefix)
+
+    def word_tokens(self, words: Sequence[str]) -> list[int]:
+        """Tokens each word costs under the model's tokenizer: what token windows are cut by."""
+        ...
 
     def encode(
         self,

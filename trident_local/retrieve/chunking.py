@@ -1,6 +1,17 @@
-"""Split page text into overlapping word windows, so a small-context embedder sees all of a page."""
+"""Split page text into word windows, so a small-context embedder sees all of a page.
+
+Two ways to cut: fixed word counts (``windows``; what indexes built before token windows keep), or
+token budgets under the embedder's own tokenizer (``token_windows``; the default of a new index), so
+that no window runs past what the model reads. With 160-word windows, a quarter of the public
+subset's windows were longer than MiniLM's 256 tokens and 9% of the text was never embedded.
+"""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 
 def windows(text: str, size: int, stride: int) -> list[str]:
@@ -14,3 +25,48 @@ def windows(text: str, size: int, stride: int) -> list[str]:
     if starts[-1] + size < len(words):
         starts.append(len(words) - size)
     return [" ".join(words[s : s + size]) for s in starts]
+
+
+def token_windows(text: str, word_tokens: Callable[[Sequence[str]], Sequence[int]], budget: int) -> list[str]:
+    """Consecutive, non-overlapping word windows of at most ``budget`` tokens each.
+
+    ``word_tokens(words)`` gives the tokens each word costs. As few windows as the budget allows,
+    of about equal length (so the last is not a stub); a single word longer than the budget
+    stands alone (the model truncates it)."""
+    words = text.split()
+    if not words:
+        return []
+    budget = max(1, budget)
+    counts = list(word_tokens(words))
+    total = sum(counts)
+    target = math.ceil(total / math.ceil(total / budget)) if total else budget
+    out: list[str] = []
+    start, used = 0, 0
+    for i, c in enumerate(counts):
+        if i > start and (used + c > budget or used >= target):
+            out.append(" ".join(words[start:i]))
+            start, used = i, 0
+        used += c
+    out.append(" ".join(words[start:]))
+    return out
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """How an index cuts page text for its embedder: token windows when ``tokens`` > 0 and the
+    embedder can count its tokens, else ``words``-word windows every ``stride`` words."""
+
+    words: int = 160
+    stride: int = 160
+    tokens: int = 0  # longest window in the embedder's tokens, special tokens and prefix included
+
+    def cut(self, text: str, embedder: Any) -> list[str]:
+        count = getattr(embedder, "word_tokens", None) if self.tokens > 0 else None
+        if count is None:
+            return windows(text, self.words, self.stride)
+        limit = min(self.tokens, int(getattr(embedder, "max_tokens", self.tokens) or self.tokens))
+        return token_windows(text, count, limit - int(getattr(embedder, "passage_overhead", 0)))
+
+    def describe(self) -> str:
+        """A short stable label (part of the dense pool's fingerprint when tokens are used)."""
+        return f"tokens{self.tokens}" if self.tokens > 0 else f"words{self.words}/{self.stride}"

@@ -19,7 +19,6 @@ from trident_local.models.runtime import Models
 from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.bm25 import page_passage
-from trident_local.retrieve.chunking import windows
 from trident_local.retrieve.stored import StoredPool
 from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.store.index_store import IndexStore
@@ -62,10 +61,10 @@ class DensePool(StoredPool[DenseStructure]):
         return d / "dense.npy", d / "dense_pages.npy"
 
     def prepare(self, doc: Document) -> None:
-        cfg = self.store.config
+        spec = self.store.config.windows()
         texts, pages = [], []
         for p in doc.pages:
-            for w in windows(page_passage(p), cfg.chunk_words, cfg.chunk_stride):
+            for w in spec.cut(page_passage(p), self.embedder):
                 texts.append(w)
                 pages.append(p.number)
         vecs = (self.embedder.encode(texts, kind="passage") if texts
@@ -76,7 +75,8 @@ class DensePool(StoredPool[DenseStructure]):
 
     # -- global ------------------------------------------------------------------------------------
     def config_parts(self) -> tuple[str, ...]:
-        return (self.store.config.embedder,)
+        spec = self.store.config.windows()  # word windows (older indexes) keep their old fingerprint
+        return (self.store.config.embedder,) + ((spec.describe(),) if spec.tokens > 0 else ())
 
     def compute(self, doc_ids: list[str]) -> DenseStructure:
         vecs, row_doc, row_page, slices = [], [], [], {}

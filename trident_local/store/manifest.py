@@ -51,7 +51,7 @@ class Manifest:
         return cls(
             schema_version=d["schema_version"],
             created=d.get("created", 0.0),
-            config=Config.from_dict(d.get("config", {})),
+            config=Config.from_stored(d.get("config", {})),
             documents={k: DocEntry(**v) for k, v in d.get("documents", {}).items()},
             pools={k: PoolEntry(**v) for k, v in d.get("pools", {}).items()},
         )

@@ -40,6 +40,7 @@ import numpy as np
 
 from trident_local.logistic import LogisticParams
 from trident_local.models.budget import char_caps
+from trident_local.retrieve.chunking import WindowSpec
 from trident_local.verify.judge_common import JUDGE_INSTRUCTIONS, ChatJudge, JudgeItem, PageSource
 from trident_local.verify.support_features import FEATURES, PageTerms, idf, lexical_features
 from trident_local.verify.types import SUPPORTED, TEXT, UNKNOWN, UNSUPPORTED, Judgement
@@ -181,8 +182,8 @@ class NoModelSupportScorer:
     name = "no-model-support-scorer"
 
     def __init__(self, pages: PageSource, *, embedder: Any = None, embedder_profile: str = "minilm",
-                 models: Any = None, params: ScorerParams | None = None, window_words: int = 160,
-                 stride: int = 120, cache_pages: int = 4096, reuse_index_vectors: bool = True,
+                 models: Any = None, params: ScorerParams | None = None,
+                 windows: WindowSpec | None = None, cache_pages: int = 4096, reuse_index_vectors: bool = True,
                  conservative: bool = True):
         """``embedder``: a built TextEmbedder; else ``embedder_profile`` from ``models`` (a
         :class:`~trident_local.models.runtime.Models`, e.g. the index's; a private one when None).
@@ -193,15 +194,15 @@ class NoModelSupportScorer:
         self.embedder_profile = embedder_profile
         self.models = models
         self.params = params or DEFAULT_PARAMS
-        self.window_words, self.stride = window_words, stride
+        self.windows = windows or WindowSpec(160, 120)
         self.calls = 0  # no model calls; kept for the Judge protocol
         self._terms: dict[str, list[PageTerms]] = {}
         self._idf: dict[str, dict[str, float]] = {}
         self._vecs: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
         self._cache_pages = cache_pages
         # The index's dense-pool window embeddings are reused when present (same embedder and,
-        # by default, the same windows as the dense pool: 160 words every 120); otherwise pages
-        # are cut into ``window_words`` windows and embedded here.
+        # given the index's WindowSpec, the same windows as the dense pool); otherwise pages are
+        # cut by ``windows`` and embedded here.
         self.reuse_index_vectors = reuse_index_vectors
         self._index_vecs: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
 
@@ -224,9 +225,7 @@ class NoModelSupportScorer:
         return self._terms[doc_id]
 
     def _windows(self, text: str) -> list[str]:
-        from trident_local.retrieve.chunking import windows
-
-        return windows(text, self.window_words, self.stride)
+        return self.windows.cut(text, self.embedder)
 
     def _stored(self, doc_id: str) -> tuple[np.ndarray, np.ndarray] | None:
         if doc_id not in self._index_vecs:

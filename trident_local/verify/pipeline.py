@@ -104,8 +104,7 @@ class Verifier:
 
         if text.lower() == NO_MODEL:
             text_judge: Judge = NoModelSupportScorer(pages, embedder_profile=store.config.embedder, models=models,
-                                                     params=params, window_words=store.config.chunk_words,
-                                                     stride=store.config.chunk_stride)
+                                                     params=params, windows=store.config.windows())
         else:
             text_judge = LLMTextJudge(model(text), pages, batch_size=batch_size, max_tokens=max_tokens)
         image_judge: Judge | None = None

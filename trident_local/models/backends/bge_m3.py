@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 
 from trident_local.models.backends._device import pick_device
+from trident_local.models.backends._tokens import WordTokenCounter
 
 _CACHE: dict[tuple[str, str, bool], Any] = {}
 _LOCK = threading.Lock()
@@ -52,6 +53,12 @@ class BGEM3Encoder:
         )  # XLM-R offsets by 2
         self.max_tokens = min(int(max_tokens), pos)
         self.query_max_tokens = min(int(query_max_tokens), self.max_tokens)
+        self._counter = WordTokenCounter(self._m.tokenizer.backend_tokenizer)
+        self.passage_overhead = self._counter.specials
+
+    def word_tokens(self, words: Sequence[str]) -> list[int]:
+        """Tokens each word costs under the model's tokenizer (for windows that fit ``max_tokens``)."""
+        return self._counter(words)
 
     def _encode(self, texts: Sequence[str], batch_size: int, max_len: int, **which: bool) -> dict[str, Any]:
         # FlagEmbedding shrinks the batch on RuntimeError in a loop that never ends at 0; keep it >= 1.

@@ -260,6 +260,11 @@ def _record_check(entry: Path, st: Any, precision: str) -> None:
         log.info("OpenVINO cache description not written (%s)", e)
 
 
+def _normalised(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return np.ascontiguousarray(rows / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
 def _encode_sorted(texts: Sequence[str], batch_size: int, embed: Any) -> np.ndarray:
     """``embed(batch) -> (n, dim)`` over batches taken longest first (less padding), rows returned in
     the order of ``texts`` and L2-normalised."""
@@ -272,18 +277,25 @@ def _encode_sorted(texts: Sequence[str], batch_size: int, embed: Any) -> np.ndar
             rows = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
         rows[idx] = emb
     assert rows is not None
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return np.ascontiguousarray(rows / np.maximum(norms, 1e-12), dtype=np.float32)
+    return _normalised(rows)
 
 
 class _Compiled(abc.ABC):
-    """A compiled model and an infer request per thread (a request is not thread-safe)."""
+    """A model compiled for throughput: several CPU streams of one thread each.
+
+    Why streams: one request spread over all cores synchronises them at every layer, which costs
+    most on short windows and on cores that other processes (the parse workers) share. With one
+    stream per core and batches in flight on all of them, ``trident index``'s embedding ran 1.07x
+    (bf16) and 1.15x (int8) the windows per CPU-second of one request over both cores on the
+    public subset's token windows (2-core AMD EPYC). A lone request (a query) runs on one stream."""
 
     def __init__(self, core: Any, model: Any, precision: str) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"unknown OpenVINO precision {precision!r}; use one of {', '.join(PRECISIONS)}")
         self.precision = precision
-        self._compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": _float_hint(precision)})
+        self._compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": _float_hint(precision),
+                                                           "PERFORMANCE_HINT": "THROUGHPUT"})
+        self.streams = max(1, int(self._compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
         self._inputs = [i.get_any_name() for i in self._compiled.inputs]
         self._output = self._compiled.output(0)
         self._local = threading.local()
@@ -296,12 +308,56 @@ class _Compiled(abc.ABC):
         return np.asarray(res[self._output], dtype=np.float32)
 
     @abc.abstractmethod
+    def _features(self, texts: list[str]) -> tuple[dict[str, np.ndarray], Any]:
+        """One batch of texts -> the model's numpy inputs, and what pooling needs of the batch."""
+
+    @abc.abstractmethod
+    def _pool(self, tokens: np.ndarray, batch: Any) -> np.ndarray:
+        """Token embeddings of one batch -> ``(n, dim)`` pooled rows (not yet normalised)."""
+
     def _embed(self, texts: list[str]) -> np.ndarray:
-        """One batch of texts -> ``(n, dim)`` pooled rows (not yet normalised)."""
+        feats, batch = self._features(texts)
+        return self._pool(self.token_embeddings(feats), batch)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
         """L2-normalised float32 rows in the order of ``texts`` (batched longest first, as ST does)."""
-        return _encode_sorted(texts, batch_size, self._embed)
+        if self.streams < 2 or len(texts) < 2:
+            return _encode_sorted(texts, batch_size, self._embed)
+        return self._encode_streams(texts, max(1, min(batch_size, -(-len(texts) // self.streams))))
+
+    def _encode_streams(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """Batches longest first, one in flight per stream; each is collected and pooled in this
+        thread before its request takes the next (no Python runs on OpenVINO's threads)."""
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        requests = [self._compiled.create_infer_request() for _ in range(self.streams)]
+        in_flight: list[tuple[int, Any] | None] = [None] * len(requests)
+        pooled: dict[int, np.ndarray] = {}
+
+        def collect(i: int) -> None:
+            job = in_flight[i]
+            if job is not None:
+                requests[i].wait()
+                pooled[job[0]] = self._pool(np.array(requests[i].get_output_tensor(0).data, dtype=np.float32), job[1])
+                in_flight[i] = None
+
+        starts = range(0, len(texts), batch_size)
+        try:
+            for n, start in enumerate(starts):
+                i = n % len(requests)
+                feats, batch = self._features([texts[j] for j in order[start : start + batch_size]])
+                collect(i)
+                requests[i].start_async({k: feats[k] for k in self._inputs})
+                in_flight[i] = (start, batch)
+            for i in range(len(requests)):
+                collect(i)
+        finally:  # an error above: let the other requests finish before they are freed
+            for i, job in enumerate(in_flight):
+                if job is not None:
+                    requests[i].wait()
+        rows = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float32)
+        for start in starts:
+            rows[order[start : start + batch_size]] = pooled[start]
+        return _normalised(rows)
 
 
 class OpenVINOEncoder(_Compiled):
@@ -346,12 +402,14 @@ class OpenVINOEncoder(_Compiled):
         if not cos >= MIN_COSINE:
             raise ValueError(f"its vectors differ from torch's (cosine {cos:.4f} < {MIN_COSINE})")
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _features(self, texts: list[str]) -> tuple[dict[str, np.ndarray], Any]:
+        feats = _tokenize(self._st, texts)
+        return {k: v.numpy() for k, v in feats.items() if hasattr(v, "numpy")}, feats
+
+    def _pool(self, tokens: np.ndarray, batch: Any) -> np.ndarray:
         import torch
 
-        feats = _tokenize(self._st, texts)
-        out = self.token_embeddings({k: v.numpy() for k, v in feats.items() if hasattr(v, "numpy")})
-        feats["token_embeddings"] = torch.from_numpy(out)
+        feats = {**batch, "token_embeddings": torch.from_numpy(tokens)}
         with torch.no_grad():
             for module in self._tail:
                 feats = module(feats)
@@ -374,7 +432,7 @@ class CachedEncoder(_Compiled):
                               direction=meta["truncation_side"])
         tok.enable_padding(direction=meta["padding_side"], pad_id=int(meta["pad_id"]),
                            pad_type_id=int(meta["pad_type_id"]), pad_token=meta["pad_token"])
-        self._tok = tok
+        self._tok = self.tokenizer = tok
         self._pooling = meta["pooling"]
         self.dim = int(meta["dim"])
         self.max_seq_length = int(meta["max_length"])
@@ -397,12 +455,13 @@ class CachedEncoder(_Compiled):
             log.debug("no torch-free OpenVINO encoder from %s: %s", entry, e)
             return None
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _features(self, texts: list[str]) -> tuple[dict[str, np.ndarray], Any]:
         encs = self._tok.encode_batch(texts)
         mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
-        feats = {"input_ids": np.array([e.ids for e in encs], dtype=np.int64), "attention_mask": mask,
-                 "token_type_ids": np.array([e.type_ids for e in encs], dtype=np.int64)}
-        tokens = self.token_embeddings(feats)
+        return {"input_ids": np.array([e.ids for e in encs], dtype=np.int64), "attention_mask": mask,
+                "token_type_ids": np.array([e.type_ids for e in encs], dtype=np.int64)}, mask
+
+    def _pool(self, tokens: np.ndarray, mask: Any) -> np.ndarray:
         if self._pooling == "cls":
             return tokens[:, 0]
         m = mask[:, :, None].astype(np.float32)

@@ -14,6 +14,7 @@ import numpy as np
 
 from trident_local.errors import TridentError
 from trident_local.models.backends._device import gpu_device_nodes, pick_device
+from trident_local.models.backends._tokens import WordTokenCounter
 
 log = logging.getLogger(__name__)
 _CACHE: dict[tuple[str, str], Any] = {}
@@ -144,6 +145,13 @@ class SentenceTransformerEmbedder:
             self.dim = int(self._model.get_embedding_dimension())
             self.max_tokens = int(max_tokens or self._model.max_seq_length)
         self.runtime = f"openvino ({self._ov.precision})" if self._ov is not None else "torch"
+        tok = self._model.tokenizer if self._model is not None else self._ov.tokenizer
+        self._counter = WordTokenCounter(getattr(tok, "backend_tokenizer", tok))
+        self.passage_overhead = self._counter.specials + self._counter.text_tokens(passage_prefix)
+
+    def word_tokens(self, words: Sequence[str]) -> list[int]:
+        """Tokens each word costs under this model's tokenizer (for windows that fit ``max_tokens``)."""
+        return self._counter(words)
 
     def _precision(self):
         if self.autocast is None:

@@ -1,0 +1,91 @@
+"""Dense windows: word windows for old indexes, token windows under the embedder's tokenizer for new ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from trident_local.config import Config
+from trident_local.models.profiles import build_model
+from trident_local.models.protocols import TextEmbedder
+from trident_local.retrieve.chunking import WindowSpec, token_windows, windows
+from trident_local.store.manifest import Manifest
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+def one_token_each(words):
+    return [1] * len(words)
+
+
+def test_token_windows_cover_the_text_in_order_within_the_budget() -> None:
+    text = " ".join(f"w{i}" for i in range(25))
+    out = token_windows(text, one_token_each, 10)
+    assert " ".join(out) == text  # side by side, nothing lost, nothing repeated
+    assert [len(w.split()) for w in out] == [9, 9, 7]  # 3 windows, about equal: no 5-word stub at the end
+    assert token_windows(text, one_token_each, 25) == [text]
+    assert token_windows("  \n ", one_token_each, 10) == []
+
+
+def test_a_word_longer_than_the_budget_stands_alone() -> None:
+    counts = {"a": 1, "huge": 30, "b": 1}
+    out = token_windows("a a huge b b", lambda ws: [counts[w] for w in ws], 4)
+    assert out == ["a a", "huge", "b b"]
+
+
+def test_word_windows_unchanged() -> None:
+    text = " ".join(str(i) for i in range(10))
+    assert windows(text, 4, 4) == ["0 1 2 3", "4 5 6 7", "6 7 8 9"]
+
+
+@pytest.fixture(scope="module")
+def minilm() -> TextEmbedder:
+    return build_model("embedder", "minilm")
+
+
+def sample_page_text() -> str:
+    with pymupdf.open(next(iter(sorted(SAMPLES.glob("*.pdf"))))) as doc:
+        return " ".join(page.get_text() for page in doc)
+
+
+def test_minilm_counts_tokens_as_its_tokenizer_does(minilm: TextEmbedder) -> None:
+    words = ["Revenue", "grew", "12.5%", "to", "$1,234", "million", "(FY2023),", "see", "Table", "3."]
+    counts = minilm.word_tokens(words)
+    assert len(counts) == len(words) and all(c >= 1 for c in counts)
+    assert counts[words.index("$1,234")] > 1  # punctuation splits a number into several tokens
+    assert minilm.passage_overhead == 2  # [CLS] and [SEP]
+
+
+def test_every_token_window_fits_the_model(minilm: TextEmbedder) -> None:
+    text = sample_page_text()
+    spec = Config().windows()
+    assert spec.tokens == 128
+    out = spec.cut(text, minilm)
+    assert len(out) > 1 and " ".join(out) == " ".join(text.split())
+    tok = minilm._counter._tok  # type: ignore[attr-defined]  # untruncated copy of the model's tokenizer
+    lengths = [len(tok.encode(w).ids) for w in out]  # with [CLS] and [SEP]
+    assert max(lengths) <= 128
+    assert min(lengths) > 128 // 3  # balanced: no stub windows
+    # the model's max_tokens caps a larger budget
+    long = WindowSpec(tokens=10_000).cut(text, minilm)
+    assert max(len(tok.encode(w).ids) for w in long) <= minilm.max_tokens
+
+
+def test_an_embedder_without_a_tokenizer_gets_word_windows() -> None:
+    class Plain:
+        max_tokens = 256
+
+    text = " ".join(str(i) for i in range(400))
+    assert WindowSpec(160, 160, 128).cut(text, Plain()) == windows(text, 160, 160)
+
+
+def test_an_index_written_before_token_windows_keeps_its_word_windows(tmp_path: Path) -> None:
+    new = Manifest(config=Config()).to_dict()
+    assert Manifest.from_dict(json.loads(json.dumps(new))).config.chunk_tokens == 128
+    del new["config"]["chunk_tokens"]  # what an older version wrote
+    old = Manifest.from_dict(new).config
+    assert old.chunk_tokens == 0 and old.windows() == WindowSpec(160, 160, 0)
+    assert Config.from_dict({}).chunk_tokens == 128  # a new index's config from nothing: today's default
