@@ -318,3 +318,19 @@ def test_verify_cli(index: Index, tmp_path: Path) -> None:
     res = runner.invoke(app, ["verify", "-i", str(index.store.root), "-d", "facts", str(tmp_path / "missing.txt"),
                               "--text-judge", "none"])
     assert res.exit_code == 2 and "no such file" in res.output
+
+
+def test_the_scorer_reuses_dense_vectors_only_of_the_windows_it_was_fitted_on(index: Index) -> None:
+    """Its weights were fitted on word windows: an index with token windows gets the scorer's own."""
+    from trident_local.retrieve.chunking import WindowSpec
+
+    cfg = index.store.config
+    saved = cfg.chunk_tokens
+    try:
+        for tokens, reuse in ((0, True), (128, False)):
+            cfg.chunk_tokens = tokens
+            judge = Verifier.from_index(index, text="none", image="none").text_judge
+            assert judge.reuse_index_vectors is reuse
+            assert judge.windows == WindowSpec(cfg.chunk_words, cfg.chunk_stride, 0)
+    finally:
+        cfg.chunk_tokens = saved

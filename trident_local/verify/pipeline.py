@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from trident_local.errors import TridentError
+from trident_local.retrieve.chunking import WindowSpec
 from trident_local.verify.compose import compose
 from trident_local.verify.judge_common import Judge, JudgeItem, PageSource, StorePages
 from trident_local.verify.merge import merge
@@ -103,8 +104,12 @@ class Verifier:
             return models.get("chat", profile)
 
         if text.lower() == NO_MODEL:
-            text_judge: Judge = NoModelSupportScorer(pages, embedder_profile=store.config.embedder, models=models,
-                                                     params=params, windows=store.config.windows())
+            # The scorer's weights were fitted on word windows: an index with token windows has its
+            # dense vectors of other passages, so the scorer cuts and embeds its own windows there.
+            cfg = store.config
+            text_judge: Judge = NoModelSupportScorer(pages, embedder_profile=cfg.embedder, models=models,
+                                                     params=params, windows=WindowSpec(cfg.chunk_words, cfg.chunk_stride),
+                                                     reuse_index_vectors=cfg.chunk_tokens <= 0)
         else:
             text_judge = LLMTextJudge(model(text), pages, batch_size=batch_size, max_tokens=max_tokens)
         image_judge: Judge | None = None
