@@ -89,3 +89,17 @@ def test_an_index_written_before_token_windows_keeps_its_word_windows(tmp_path: 
     old = Manifest.from_dict(new).config
     assert old.chunk_tokens == 0 and old.windows() == WindowSpec(160, 160, 0)
     assert Config.from_dict({}).chunk_tokens == 128  # a new index's config from nothing: today's default
+
+
+def test_a_slow_tokenizer_counts_like_the_fast_one() -> None:
+    """A model whose tokenizer has no `tokenizers` backend is counted word by word, to the same numbers."""
+    from transformers import BertTokenizer, BertTokenizerFast
+
+    from trident_local.models.backends._tokens import WordTokenCounter
+    from trident_local.models.profiles import load_profile
+
+    folder = str(load_profile("minilm").weights_path())
+    words = sample_page_text().split()[:300]
+    slow = WordTokenCounter(BertTokenizer.from_pretrained(folder))
+    fast = WordTokenCounter(BertTokenizerFast.from_pretrained(folder).backend_tokenizer)
+    assert slow(words) == fast(words) and slow.specials == fast.specials == 2

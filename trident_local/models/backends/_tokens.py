@@ -7,11 +7,18 @@ from typing import Any
 
 
 class WordTokenCounter:
-    """Tokens per whitespace word under a `tokenizers` tokenizer, special tokens excluded.
+    """Tokens per whitespace word under a model's tokenizer, special tokens excluded.
 
-    A copy of the tokenizer without truncation or padding: a whole page is counted in one call."""
+    A `tokenizers` tokenizer (what every fast Hugging Face tokenizer wraps) is copied without
+    truncation or padding, and a whole page is counted in one call; a slow (pure Python) Hugging
+    Face tokenizer is asked word by word."""
 
     def __init__(self, tokenizer: Any) -> None:
+        self._slow = None
+        if not hasattr(tokenizer, "to_str"):
+            self._slow = tokenizer
+            self.specials = int(tokenizer.num_special_tokens_to_add(False))
+            return
         from tokenizers import Tokenizer
 
         self._tok = Tokenizer.from_str(tokenizer.to_str())
@@ -23,6 +30,8 @@ class WordTokenCounter:
     def __call__(self, words: Sequence[str]) -> list[int]:
         if not words:
             return []
+        if self._slow is not None:
+            return [len(self._slow.tokenize(w)) for w in words]
         enc = self._tok.encode(list(words), is_pretokenized=True, add_special_tokens=False)
         counts = [0] * len(words)
         for w in enc.word_ids:
