@@ -5,7 +5,7 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from trident_local.docs.model import EvidenceObject, Page
+from trident_local.docs.model import EvidenceObject, Page, TextBlock
 from trident_local.evaluate.abstention import Candidate, calibrate, scored_at, unanswerable_metrics
 from trident_local.evaluate.qa_scoring import ScoredSample
 from trident_local.generate.compute import compute, operation
@@ -89,3 +89,22 @@ def test_unanswerable_metrics_and_threshold_calibration() -> None:
     assert [x.pred for x in scored_at(cands, cal["threshold"])] == ["12", "Not answerable", "Not answerable"]
     with pytest.raises(ValueError):
         calibrate([])
+
+
+def test_a_cited_marker_resolves_to_its_reference_entry_of_the_same_document() -> None:
+    """"Which reference is cited for X?": the sentence about X cites "[2]"; the answer is the entry it points to."""
+    from trident_local.generate.evidence_answer import evidence_answer
+    from trident_local.models.profiles import build_model
+
+    body = Page(1, "Reciprocal rank fusion merges the rankings, as in prior work [2].", 600, 800)
+    entries = ["[1] A. Smith. Sparse retrieval. 2001.", "[2] G. Cormack. Reciprocal rank fusion. SIGIR 2009."]
+    refs = Page(3, "\n".join(entries), 600, 800,
+                blocks=[TextBlock(t, (50, 100 + 20 * i, 500, 115 + 20 * i), 9) for i, t in enumerate(entries)])
+    other = Page(5, "[2] B. Jones. Unrelated work. 2015.", 600, 800)
+    q = "Which reference is cited for reciprocal rank fusion?"
+    emb = build_model("embedder", "minilm")
+    a = evidence_answer(q, [body, refs], emb, threshold=0.0)
+    assert a.answer.startswith("[2] G. Cormack") and a.page == 3
+    # the only "[2]" entry is another document's: the marker stays the answer, on its own page
+    a = evidence_answer(q, [body, other], emb, threshold=0.0, docs=["paper", "another"])
+    assert (a.answer, a.page) == ("[2]", 1)

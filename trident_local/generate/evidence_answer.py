@@ -82,6 +82,7 @@ N_COUNTED = 8  # best passages searched for a number followed by the noun a "how
 NUMERIC = ("count", "number", "money", "percent")
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(\[])|\n{2,}")
 _REFERENCE = re.compile(r"^\s*\[\d+\]\s")
+_MARKER = re.compile(r"\[\d+\]")  # an in-text citation marker, the whole span
 _FORMAT_HINT = re.compile(r"\b(int|integer|float|decimal)\b(?: format)?", re.I)
 _SYMBOL = re.compile(r"(?<![\w'])([b-zB-HJ-Z])(?![\w'])")  # a one-letter symbol named by the question ("k")
 
@@ -194,8 +195,22 @@ def _kind(question: str) -> str:
     return kind
 
 
-def _choose(question: str, core: str, ranked: list[Passage], tables: list[Table]) -> EvidenceAnswer:
-    """The answer before the threshold; ``core`` is the question without its answer-form instructions."""
+def reference_entries(units: Sequence[Passage], docs: Sequence[str] | None = None) -> dict[tuple[str, str], Passage]:
+    """Reference-list entries by (document, marker): ``[2] G. Cormack, ...`` under ("<doc>", "[2]").
+    ``docs``: the document of each page rank (None: the pages are of one document)."""
+    out: dict[tuple[str, str], Passage] = {}
+    for u in units:
+        if _REFERENCE.match(u.text):
+            out.setdefault((docs[u.rank] if docs else "", u.text.split()[0]), u)
+    return out
+
+
+def _choose(question: str, core: str, ranked: list[Passage], tables: list[Table],
+            entries: dict[tuple[str, str], Passage] | None = None,
+            docs: Sequence[str] | None = None) -> EvidenceAnswer:
+    """The answer before the threshold; ``core`` is the question without its answer-form instructions.
+    ``entries``: the pages' reference-list entries (:func:`reference_entries`), which an in-text marker
+    found as the answer to "which reference is cited ..." resolves to."""
     kind = _kind(question)
     anchors = {t for t in terms(core) if not t[0].isdigit()}
     comp: Computation | None = compute(tables, core)
@@ -234,6 +249,12 @@ def _choose(question: str, core: str, ranked: list[Passage], tables: list[Table]
             span = nearest_span(p.text, sorted(anchors), kind, exclude=q_numbers)
             if span is not None and kind == "name" and {w.lower() for w in span.text.split()} & q_words:
                 continue  # a name the question itself gives is not its answer
+            entry = (entries or {}).get((docs[p.rank] if docs else "", span.text)) \
+                if span is not None and kind == "citation" and _MARKER.fullmatch(span.text) else None
+            if entry is not None:  # "[2]" means nothing alone: the entry it points to answers, on its page
+                return EvidenceAnswer(entry.text, kind, 0.0, entry.text, entry.page,
+                                      features=_features(p, kind, _adjacent(p.text, span.start, len(span.text),
+                                                                            anchors)))
             if span is not None:  # the value alone (benchmarks score "412", not "412 megawatts"); the support
                 return EvidenceAnswer(span.text, kind, 0.0, p.text, p.page,  # shows its unit
                                       features=_features(p, kind, _adjacent(p.text, span.start, len(span.text),
@@ -244,8 +265,11 @@ def _choose(question: str, core: str, ranked: list[Passage], tables: list[Table]
 
 def evidence_answer(question: str, pages: Sequence[Page], embedder: TextEmbedder, *,
                     threshold: float | None = None, qvec: np.ndarray | None = None,
-                    confidence: AnswerConfidence | None = None) -> EvidenceAnswer:
+                    confidence: AnswerConfidence | None = None, docs: Sequence[str] | None = None) -> EvidenceAnswer:
     """The evidence-first answer over ``pages`` (best first); abstains below ``threshold`` with its evidence.
+
+    ``docs``: the document of each page, when they come from several (a citation marker resolves
+    only to a reference entry of its own document).
 
     ``confidence``: the fitted model of P(correct) (default :data:`CONFIDENCE`); ``threshold`` overrides its
     threshold (0 never abstains, which is how a run for calibration is made)."""
@@ -259,7 +283,7 @@ def evidence_answer(question: str, pages: Sequence[Page], embedder: TextEmbedder
     if not ranked:
         return EvidenceAnswer(ABSTAIN, "abstain", 0.0)
     evidence = ranked[:N_EVIDENCE]
-    chosen = _choose(question, core, ranked, tables)
+    chosen = _choose(question, core, ranked, tables, reference_entries(units, docs), docs)
     chosen.features["coverage"] = round(coverage, 4)
     chosen.confidence = round(model.probability(chosen.features), 4)
     chosen.evidence, chosen.candidate = evidence, chosen.answer
@@ -275,7 +299,7 @@ def answer_from_hits(store: IndexStore, question: str, hits: Sequence[Hit], cite
     """The evidence-first strategy as an :class:`Answer` over ranked hits; the support's page is cited first."""
     t0 = time.perf_counter()
     pages = [store.document(h.doc_id).page(h.page) for h in hits]
-    ea = evidence_answer(question, pages, embedder, threshold=threshold, qvec=qvec)
+    ea = evidence_answer(question, pages, embedder, threshold=threshold, qvec=qvec, docs=[h.doc_id for h in hits])
     if ea.page is not None:
         cites.sort(key=lambda c: c.page != ea.page)
     return Answer(
