@@ -12,7 +12,8 @@ is, in this order of preference:
    when its row scores close to the best passage;
 3. a span of the type the question expects (:mod:`.spans`): for "how many X", a
    number that X follows ("815 membership warehouses"), else the span nearest to the
-   question's words in one of the best passages;
+   question's words in one of the best passages (a cited marker, "[2]", answers with the
+   reference-list entry it points to when the pages hold it);
 4. the best passage itself, for open questions.
 
 The question is matched without its answer-form instructions ("Please write the
