@@ -285,9 +285,10 @@ class _Compiled(abc.ABC):
 
     Why streams: one request spread over all cores synchronises them at every layer, which costs
     most on short windows and on cores that other processes (the parse workers) share. With one
-    stream per core and batches in flight on all of them, ``trident index``'s embedding ran 1.07x
-    (bf16) and 1.15x (int8) the windows per CPU-second of one request over both cores on the
-    public subset's token windows (2-core AMD EPYC). A lone request (a query) runs on one stream."""
+    stream per core and batches in flight on all of them, the encoder ran 1.07x (bf16) and 1.15x
+    (int8) the windows per CPU-second of one request over both cores on the text set's token windows
+    (2-core AMD EPYC, measured outside ``trident index``). A lone request (a query) runs on one
+    stream, so it uses one core."""
 
     def __init__(self, core: Any, model: Any, precision: str) -> None:
         if precision not in PRECISIONS:
