@@ -265,13 +265,18 @@ def _normalised(rows: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rows / np.maximum(norms, 1e-12), dtype=np.float32)
 
 
-def _encode_sorted(texts: Sequence[str], batch_size: int, embed: Any) -> np.ndarray:
-    """``embed(batch) -> (n, dim)`` over batches taken longest first (less padding), rows returned in
-    the order of ``texts`` and L2-normalised."""
+def _longest_first(texts: Sequence[str], batch_size: int) -> list[np.ndarray]:
+    """Indices of ``texts`` in batches taken longest first (less padding), as sentence-transformers
+    batches them."""
     order = np.argsort([-len(t) for t in texts], kind="stable")
+    return [order[start : start + batch_size] for start in range(0, len(texts), batch_size)]
+
+
+def _encode_sorted(texts: Sequence[str], batch_size: int, embed: Any) -> np.ndarray:
+    """``embed(batch) -> (n, dim)`` over batches taken longest first, rows returned in the order of
+    ``texts`` and L2-normalised."""
     rows: np.ndarray | None = None
-    for start in range(0, len(texts), batch_size):
-        idx = order[start : start + batch_size]
+    for idx in _longest_first(texts, batch_size):
         emb = embed([texts[i] for i in idx])
         if rows is None:
             rows = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
@@ -330,8 +335,12 @@ class _Compiled(abc.ABC):
     def _encode_streams(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """Batches longest first, one in flight per stream; each is collected and pooled in this
         thread before its request takes the next (no Python runs on OpenVINO's threads)."""
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        requests = [self._compiled.create_infer_request() for _ in range(self.streams)]
+        batches = _longest_first(texts, batch_size)
+        requests = getattr(self._local, "stream_requests", None)
+        if requests is None:  # kept per thread: a request serves one caller at a time
+            requests = self._local.stream_requests = [
+                self._compiled.create_infer_request() for _ in range(self.streams)
+            ]
         in_flight: list[tuple[int, Any] | None] = [None] * len(requests)
         pooled: dict[int, np.ndarray] = {}
 
@@ -342,14 +351,13 @@ class _Compiled(abc.ABC):
                 pooled[job[0]] = self._pool(np.array(requests[i].get_output_tensor(0).data, dtype=np.float32), job[1])
                 in_flight[i] = None
 
-        starts = range(0, len(texts), batch_size)
         try:
-            for n, start in enumerate(starts):
+            for n, idx in enumerate(batches):
                 i = n % len(requests)
-                feats, batch = self._features([texts[j] for j in order[start : start + batch_size]])
+                feats, batch = self._features([texts[j] for j in idx])
                 collect(i)
                 requests[i].start_async({k: feats[k] for k in self._inputs})
-                in_flight[i] = (start, batch)
+                in_flight[i] = (n, batch)
             for i in range(len(requests)):
                 collect(i)
         finally:  # an error above: let the other requests finish before they are freed
@@ -357,8 +365,8 @@ class _Compiled(abc.ABC):
                 if job is not None:
                     requests[i].wait()
         rows = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float32)
-        for start in starts:
-            rows[order[start : start + batch_size]] = pooled[start]
+        for n, idx in enumerate(batches):
+            rows[idx] = pooled[n]
         return _normalised(rows)
 
 
