@@ -36,14 +36,14 @@ import pymupdf
 import pymupdf.table as _table
 
 _STOCK = _table.make_chars
-_STOCK_IN_RECT = _table.chars_in_rect
+_STOCK_IN_RECT = getattr(_table, "chars_in_rect", None)  # None: an older PyMuPDF, not supported()
 _LOCK = threading.Lock()
 # sha256 (first 16 hex digits) of the source of the PyMuPDF ``make_chars`` this one reproduces;
 # a PyMuPDF whose function reads otherwise keeps its own.
 CHECKED_SOURCES = ("4631a69307e0bb81",)  # PyMuPDF 2.0
 CHECKED_IN_RECT_SOURCES = ("ea960d781eb3462a",)  # its ``chars_in_rect``, PyMuPDF 2.0
 # PyMuPDF's flags less the style pass (see the module docstring).
-TEXT_FLAGS = _table.FLAGS & ~pymupdf.TEXT_COLLECT_STYLES
+TEXT_FLAGS = _table.FLAGS & ~getattr(pymupdf, "TEXT_COLLECT_STYLES", 0)
 # The list :func:`make_chars` filled, its length then, and its characters' x0, x1, y0, y1 as rows.
 _BOXES: ContextVar[tuple[list, int, np.ndarray] | None] = ContextVar("trident_table_boxes", default=None)
 
