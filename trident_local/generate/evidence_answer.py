@@ -196,22 +196,22 @@ def _kind(question: str) -> str:
     return kind
 
 
-def reference_entries(units: Sequence[Passage], docs: Sequence[str] | None = None) -> dict[tuple[str, str], Passage]:
-    """Reference-list entries by (document, marker): ``[2] G. Cormack, ...`` under ("<doc>", "[2]").
-    ``docs``: the document of each page rank (None: the pages are of one document)."""
-    out: dict[tuple[str, str], Passage] = {}
+def reference_entry(units: Sequence[Passage], marker: str, doc: str = "",
+                    docs: Sequence[str] | None = None) -> Passage | None:
+    """The reference-list entry ``marker`` ("[2]") points to: the first passage of document ``doc``
+    that starts ``[2] G. Cormack, ...``. ``docs``: the document of each page rank (None: the pages
+    are of one document)."""
     for u in units:
-        if _REFERENCE.match(u.text):
-            out.setdefault((docs[u.rank] if docs else "", u.text.split()[0]), u)
-    return out
+        if _REFERENCE.match(u.text) and u.text.split()[0] == marker and (docs[u.rank] if docs else "") == doc:
+            return u
+    return None
 
 
 def _choose(question: str, core: str, ranked: list[Passage], tables: list[Table],
-            entries: dict[tuple[str, str], Passage] | None = None,
-            docs: Sequence[str] | None = None) -> EvidenceAnswer:
+            units: Sequence[Passage] = (), docs: Sequence[str] | None = None) -> EvidenceAnswer:
     """The answer before the threshold; ``core`` is the question without its answer-form instructions.
-    ``entries``: the pages' reference-list entries (:func:`reference_entries`), which an in-text marker
-    found as the answer to "which reference is cited ..." resolves to."""
+    ``units``: all passages of the pages, where an in-text marker found as the answer to "which
+    reference is cited ..." finds the reference-list entry it resolves to."""
     kind = _kind(question)
     anchors = {t for t in terms(core) if not t[0].isdigit()}
     comp: Computation | None = compute(tables, core)
@@ -250,7 +250,7 @@ def _choose(question: str, core: str, ranked: list[Passage], tables: list[Table]
             span = nearest_span(p.text, sorted(anchors), kind, exclude=q_numbers)
             if span is not None and kind == "name" and {w.lower() for w in span.text.split()} & q_words:
                 continue  # a name the question itself gives is not its answer
-            entry = (entries or {}).get((docs[p.rank] if docs else "", span.text)) \
+            entry = reference_entry(units, span.text, docs[p.rank] if docs else "", docs) \
                 if span is not None and kind == "citation" and _MARKER.fullmatch(span.text) else None
             if entry is not None:  # "[2]" means nothing alone: the entry it points to answers, on its page
                 return EvidenceAnswer(entry.text, kind, 0.0, entry.text, entry.page,
@@ -284,7 +284,7 @@ def evidence_answer(question: str, pages: Sequence[Page], embedder: TextEmbedder
     if not ranked:
         return EvidenceAnswer(ABSTAIN, "abstain", 0.0)
     evidence = ranked[:N_EVIDENCE]
-    chosen = _choose(question, core, ranked, tables, reference_entries(units, docs), docs)
+    chosen = _choose(question, core, ranked, tables, units, docs)
     chosen.features["coverage"] = round(coverage, 4)
     chosen.confidence = round(model.probability(chosen.features), 4)
     chosen.evidence, chosen.candidate = evidence, chosen.answer
