@@ -11,7 +11,7 @@ import pytest
 from trident_local.config import Config
 from trident_local.models.profiles import build_model
 from trident_local.models.protocols import TextEmbedder
-from trident_local.retrieve.chunking import WindowSpec, token_windows, windows
+from trident_local.retrieve.chunking import WindowSpec, content_words, token_windows, windows
 from trident_local.store.manifest import Manifest
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
@@ -64,7 +64,7 @@ def test_every_token_window_fits_the_model(minilm: TextEmbedder) -> None:
     spec = Config().windows()
     assert spec.tokens == 128
     out = spec.cut(text, minilm)
-    assert len(out) > 1 and " ".join(out) == " ".join(text.split())
+    assert len(out) > 1 and " ".join(out) == content_words(text)
     tok = minilm._counter._tok  # type: ignore[attr-defined]  # untruncated copy of the model's tokenizer
     lengths = [len(tok.encode(w).ids) for w in out]  # with [CLS] and [SEP]
     assert max(lengths) <= 128
@@ -85,10 +85,30 @@ def test_an_embedder_without_a_tokenizer_gets_word_windows() -> None:
 def test_an_index_written_before_token_windows_keeps_its_word_windows(tmp_path: Path) -> None:
     new = Manifest(config=Config()).to_dict()
     assert Manifest.from_dict(json.loads(json.dumps(new))).config.chunk_tokens == 128
-    del new["config"]["chunk_tokens"]  # what an older version wrote
+    del new["config"]["chunk_tokens"], new["config"]["chunk_drop_stop_words"]  # what an older version wrote
     old = Manifest.from_dict(new).config
     assert old.chunk_tokens == 0 and old.windows() == WindowSpec(160, 160, 0)
     assert Config.from_dict({}).chunk_tokens == 128  # a new index's config from nothing: today's default
+
+
+def test_an_index_written_before_stop_words_were_dropped_keeps_every_word() -> None:
+    new = Manifest(config=Config()).to_dict()
+    assert Manifest.from_dict(json.loads(json.dumps(new))).config.windows().drop_stop_words
+    del new["config"]["chunk_drop_stop_words"]  # what an older version wrote
+    old = Manifest.from_dict(new).config
+    assert old.windows() == WindowSpec(160, 160, 128, drop_stop_words=False)
+    # the dense pool's fingerprint tells the two apart, so neither index mixes the other's vectors
+    assert old.windows().describe() == "tokens128"
+    assert Config().windows().describe() == "tokens128-nostop"
+    assert WindowSpec(160, 160, 0, drop_stop_words=True).describe() == "words160/160-nostop"
+
+
+def test_content_words_leave_out_function_words_only() -> None:
+    text = "The revenue of \u201cthe Company\u201d (in 2023) was, as of June, $1.2 bn; THE best. Interest, System, three, US"
+    assert content_words(text) == "revenue Company\u201d 2023) June, $1.2 bn; best. Interest, System, three, US"
+    assert content_words("") == "" and content_words("the of and") == ""
+    plain = WindowSpec(160, 160, 0, drop_stop_words=True)
+    assert plain.cut("the cat sat on the mat", object()) == ["cat sat mat"]
 
 
 def test_a_slow_tokenizer_counts_like_the_fast_one() -> None:

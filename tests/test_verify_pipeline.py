@@ -325,12 +325,12 @@ def test_the_scorer_reuses_dense_vectors_only_of_the_windows_it_was_fitted_on(in
     from trident_local.retrieve.chunking import WindowSpec
 
     cfg = index.store.config
-    saved = cfg.chunk_tokens
+    saved = cfg.chunk_tokens, cfg.chunk_drop_stop_words
     try:
-        for tokens, reuse in ((0, True), (128, False)):
-            cfg.chunk_tokens = tokens
+        for tokens, drop, reuse in ((0, False, True), (128, False, False), (0, True, False), (128, True, False)):
+            cfg.chunk_tokens, cfg.chunk_drop_stop_words = tokens, drop
             judge = Verifier.from_index(index, text="none", image="none").text_judge
             assert judge.reuse_index_vectors is reuse
             assert judge.windows == WindowSpec(cfg.chunk_words, cfg.chunk_stride, 0)
     finally:
-        cfg.chunk_tokens = saved
+        cfg.chunk_tokens, cfg.chunk_drop_stop_words = saved

@@ -29,6 +29,10 @@ class Config:
     # tokens included, capped at the model's maximum), side by side. 0 = the word windows above,
     # what an index written before this field keeps (Config.from_stored).
     chunk_tokens: int = 128
+    # dense passages leave English stop words out: a fifth fewer tokens to embed on the public
+    # subset, retrieval unchanged (README, "Measured: indexing speed"). An index written before
+    # this field embeds every word (Config.from_stored).
+    chunk_drop_stop_words: bool = True
     pool_size: int = 20  # M: candidates handed to the reranker
     k_max: int = 5  # most pages an answer cites
 
@@ -48,11 +52,11 @@ class Config:
 
     def windows(self) -> WindowSpec:
         """How this index cuts page text for its embedder."""
-        return WindowSpec(self.chunk_words, self.chunk_stride, self.chunk_tokens)
+        return WindowSpec(self.chunk_words, self.chunk_stride, self.chunk_tokens, self.chunk_drop_stop_words)
 
 
 # What an index saved before a field existed did, where that differs from the field's default.
-BEFORE_FIELD: dict[str, Any] = {"chunk_tokens": 0}
+BEFORE_FIELD: dict[str, Any] = {"chunk_tokens": 0, "chunk_drop_stop_words": False}
 
 
 @dataclass

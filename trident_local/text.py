@@ -4,12 +4,13 @@ One home so that concept naming, the no-model reranker, the extractive answerers
 the support scorer and the trace answerer agree on what a word, a sentence and a
 "how many" question are. Stemming is Snowball English via PyStemmer.
 
-Three stop-word lists stay distinct because results depend on them:
+Four stop-word lists stay distinct because results depend on them:
 :data:`STOP_WORDS` (scikit-learn's English list plus document-QA filler; terms for
 concepts, reranking and extractive answers), :data:`CLAIM_STOP_WORDS` (function
 and question words only, so that "first", "last", "several" still count when a
-claim is checked against a page) and :data:`TRACE_STOP_WORDS` (a short list plus
-the words every question about papers uses: "paper", "value", "reported").
+claim is checked against a page), :data:`TRACE_STOP_WORDS` (a short list plus
+the words every question about papers uses: "paper", "value", "reported") and
+:data:`EMBED_STOP_WORDS` (left out of the dense pool's passages).
 
 Sentences come in two styles: :func:`sentences` (prose, abbreviation-aware,
 white space collapsed) and :func:`page_sentences` (page text: a blank line also
@@ -41,6 +42,11 @@ CLAIM_STOP_WORDS = frozenset("""a about above after again against all am an and 
     was we were what when where which while who whom why with would you your yours yourself yourselves how many much
     whose according answer question please write list format given shown show shows s t also among per via will may
     might must shall etc""".split())  # noqa: SIM905
+
+# What a new index leaves out of the passages it embeds: the function words that scikit-learn's list
+# and the claim list agree on (articles, pronouns, prepositions, auxiliaries). scikit-learn's list
+# alone also holds content words a page may be about ("interest", "system", "three").
+EMBED_STOP_WORDS = ENGLISH_STOP_WORDS & CLAIM_STOP_WORDS
 
 TRACE_STOP_WORDS = frozenset("""a an the of in on for to and or is are was were be been by with as at from that this
     these those it its which what who whom whose when where why how does do did can could would should will shall may

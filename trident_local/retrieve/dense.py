@@ -75,8 +75,9 @@ class DensePool(StoredPool[DenseStructure]):
 
     # -- global ------------------------------------------------------------------------------------
     def config_parts(self) -> tuple[str, ...]:
-        spec = self.store.config.windows()  # word windows (older indexes) keep their old fingerprint
-        return (self.store.config.embedder,) + ((spec.describe(),) if spec.tokens > 0 else ())
+        spec = self.store.config.windows()  # plain word windows (older indexes) keep their old fingerprint
+        plain = spec.tokens <= 0 and not spec.drop_stop_words
+        return (self.store.config.embedder,) + (() if plain else (spec.describe(),))
 
     def compute(self, doc_ids: list[str]) -> DenseStructure:
         vecs, row_doc, row_page, slices = [], [], [], {}

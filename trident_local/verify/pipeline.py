@@ -104,12 +104,14 @@ class Verifier:
             return models.get("chat", profile)
 
         if text.lower() == NO_MODEL:
-            # The scorer's weights were fitted on word windows: an index with token windows has its
-            # dense vectors of other passages, so the scorer cuts and embeds its own windows there.
+            # The scorer's weights were fitted on word windows of every word: an index whose dense
+            # vectors are of other passages (token windows, stop words left out) has the scorer cut
+            # and embed its own windows.
             cfg = store.config
+            scorer_windows = WindowSpec(cfg.chunk_words, cfg.chunk_stride)
             text_judge: Judge = NoModelSupportScorer(pages, embedder_profile=cfg.embedder, models=models,
-                                                     params=params, windows=WindowSpec(cfg.chunk_words, cfg.chunk_stride),
-                                                     reuse_index_vectors=cfg.chunk_tokens <= 0)
+                                                     params=params, windows=scorer_windows,
+                                                     reuse_index_vectors=cfg.windows() == scorer_windows)
         else:
             text_judge = LLMTextJudge(model(text), pages, batch_size=batch_size, max_tokens=max_tokens)
         image_judge: Judge | None = None
