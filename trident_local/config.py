@@ -29,7 +29,7 @@ class Config:
     # tokens included, capped at the model's maximum), side by side. 0 = the word windows above,
     # what an index written before this field keeps (Config.from_stored).
     chunk_tokens: int = 128
-    # dense passages leave English stop words out: a fifth fewer tokens to embed on the public
+    # dense passages leave English stop words out: 18% fewer windows to embed on the public
     # subset, retrieval unchanged (README, "Measured: indexing speed"). An index written before
     # this field embeds every word (Config.from_stored).
     chunk_drop_stop_words: bool = True

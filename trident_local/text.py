@@ -44,7 +44,7 @@ CLAIM_STOP_WORDS = frozenset("""a about above after again against all am an and 
     might must shall etc""".split())  # noqa: SIM905
 
 # What a new index leaves out of the passages it embeds: the function words that scikit-learn's list
-# and the claim list agree on (articles, pronouns, prepositions, auxiliaries). scikit-learn's list
+# and the claim list agree on (articles, pronouns, prepositions, auxiliaries, negations, quantifiers). scikit-learn's list
 # alone also holds content words a page may be about ("interest", "system", "three").
 EMBED_STOP_WORDS = ENGLISH_STOP_WORDS & CLAIM_STOP_WORDS
 
