@@ -5,14 +5,15 @@ token budgets under the embedder's own tokenizer (``token_windows``; the default
 that no window runs past what the model reads. With 160-word windows, a quarter of the public
 subset's windows were longer than MiniLM's 256 tokens and 9% of the text was never embedded.
 
-A new index also leaves English function words out of what it embeds (``content_words``): they were a
-fifth of MiniLM's tokens on the indexing benchmark's text set (18% fewer windows on the public subset), and dropping them kept dense retrieval where it
-was (README, "Measured: indexing speed").
+A new index also leaves English function words out of what it embeds (``content_words``): they were
+a fifth of MiniLM's tokens on the indexing benchmark's text set (18% fewer windows on the public
+subset), and dropping them kept dense retrieval where it was (README, "Measured: indexing speed").
 """
 
 from __future__ import annotations
 
 import math
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from trident_local.text import EMBED_STOP_WORDS
 
 # Stripped from a word's ends before the stop-word test, so "the," and "(of" count as stop words.
-_EDGE_PUNCTUATION = "".join(chr(c) for c in range(33, 127) if not chr(c).isalnum()) + "\u201c\u201d\u2018\u2019"
+_EDGE_PUNCTUATION = string.punctuation + "\u201c\u201d\u2018\u2019"
 
 
 def content_words(text: str) -> str:
