@@ -74,6 +74,9 @@ def test_concurrent_asks_share_one_batched_engine(tmp_path: Path) -> None:
 
         with ThreadPoolExecutor(len(QUESTIONS)) as pool:
             replies = list(pool.map(ask, QUESTIONS))
+        chat = httpx.post(f"{url}/v1/chat/completions", timeout=1800, json={  # the OpenAI route, same engine
+            "model": "trident/ix", "answer": "plain", "rerank": "none",
+            "messages": [{"role": "user", "content": QUESTIONS[0]}]})
         metrics = httpx.get(f"{url}/metrics", timeout=60).text
         ready = httpx.get(f"{url}/ready", timeout=60).json()
     finally:
@@ -84,6 +87,9 @@ def test_concurrent_asks_share_one_batched_engine(tmp_path: Path) -> None:
         assert a["mode"] == f"plain:{PROFILE}", a["mode"]  # the engine answered, no fallback
         pages = [(c["doc_id"], c["page"]) for c in a["citations"]]
         assert len(pages) == len(set(pages)), pages
+    assert chat.status_code == 200, chat.text[:300]
+    reply = chat.json()
+    assert reply["trident"]["answer"] == f"plain:{PROFILE}" and reply["choices"][0]["message"]["content"]
     total, calls = batch_sizes(metrics)
     print(f"engine calls {calls:.0f}, requests {total:.0f}, mean batch {total / calls:.2f}")
     assert total / calls > 1.0  # concurrent asks reached the engine together

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -43,9 +44,12 @@ def page(server: str):
         outside: list[str] = []
         pg.on("request", lambda r: outside.append(r.url) if not r.url.startswith(server) and
               not r.url.startswith("blob:") and not r.url.startswith("data:") else None)
+        blocked: list[str] = []  # the page must work under its own Content-Security-Policy
+        pg.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
         pg.goto(server)
         yield pg
         assert outside == [], f"the page fetched outside resources: {outside}"
+        assert blocked == [], f"the page broke its CSP: {blocked}"
         browser.close()
 
 
@@ -71,7 +75,11 @@ def test_ask_with_keyboard_then_open_a_citation(page) -> None:
     shot(page, "ask")
     page.locator("#answer-text .cite").first.focus()
     page.keyboard.press("Enter")
-    page.wait_for_function("document.getElementById('page-img').naturalWidth > 0")
+    img = page.locator("#page-img")  # polled from here: the page's CSP forbids eval'd predicates
+    deadline = time.monotonic() + 60
+    while not img.evaluate("i => i.complete && i.naturalWidth > 0") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert img.evaluate("i => i.naturalWidth") > 0
     assert "page" in page.inner_text("#page-caption")
     assert page.locator("#answer-text .cite").first.get_attribute("aria-pressed") == "true"
     assert page.locator("#boxes div").count() >= 1

@@ -19,7 +19,7 @@ def _partial_upload(port: int, declared: int = 5_000_000) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", port))
     head = (b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.pdf\"\r\n"
             b"Content-Type: application/pdf\r\n\r\n%PDF-1.7\n" + b"0" * 200_000)
-    s.sendall(b"POST /api/indexes/idx/documents HTTP/1.1\r\nHost: x\r\n"
+    s.sendall(b"POST /api/indexes/idx/documents HTTP/1.1\r\nHost: 127.0.0.1\r\n"
               b"Content-Type: multipart/form-data; boundary=B\r\nContent-Length: " + str(declared).encode() +
               b"\r\n\r\n" + head)
     return s

@@ -31,6 +31,7 @@ from trident_local.store.stages import Stage, StageRunner, guarded
 
 if TYPE_CHECKING:
     from trident_kernels.ann_shards import MapFn
+    from trident_local.docs.ingest import IngestControl
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +143,12 @@ class Index:
         workers: int = 2,
         on_file: Callable[[FileResult], None] | None = None,
         on_pages: Callable[[int], None] | None = None,
+        control: IngestControl | None = None,
     ) -> AddReport:
-        """Index PDFs: skip finished ones, resume unfinished ones, report failures without stopping."""
+        """Index PDFs: skip finished ones, resume unfinished ones, report failures without stopping.
+
+        ``control`` (files parsed inline, ``workers <= 1``): stop between pages, per-page progress,
+        an OCR page cap; a stop raises IngestCancelled and keeps nothing of the file being read."""
         t0 = time.perf_counter()
         report = AddReport()
 
@@ -157,7 +162,8 @@ class Index:
         runner = StageRunner(self.store, self.stages())
         with self.store.writer_lock():
             todo = self.triage(expand_paths(paths), ["ingest", *runner.names], finish)
-            with ParserProcesses(workers, self.config.ocr, close_fds=[self.store.lock_fd]) as parser:
+            with ParserProcesses(workers, self.config.ocr, close_fds=[self.store.lock_fd],
+                                 control=control) as parser:
                 parser.queue([(p, d) for p, d in todo if not self._ingested(d)])
                 for path, doc_id in todo:
                     finish(self._index_one(path, doc_id, parser, runner))

@@ -31,16 +31,14 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         from trident_local.serve.app import configure_logging
         from trident_local.serve.engine import ensure_index
 
-        indexes = None
-        if index:
-            indexes = {}
-            for p in index:
-                ensure_index(p)
-                indexes[p.resolve().name] = str(p)
+        indexes = {p.resolve().name: str(p) for p in index} if index else None
         s = Settings.load(config, indexes=indexes, host=host, port=port, chat=chat,
                           data_dir=str(data_dir) if data_dir else None)
         if not s.indexes and not s.data_dir:
             raise typer.BadParameter("give --index DIR (or indexes / data_dir in --config)")
+        s.check_exposure()  # before an index directory is created
+        for p in index or []:
+            ensure_index(p)
         configure_logging(s.log_json)
         app = create_app(s)
         if add:
@@ -55,4 +53,5 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         shown = "localhost" if s.host in ("127.0.0.1", "::1") else s.host
         console.print(f"serving {', '.join(s.indexes)} at http://{shown}:{s.port}/ (API docs: /docs)",
                       highlight=False)
-        uvicorn.run(app, host=s.host, port=s.port, log_level="warning", timeout_graceful_shutdown=30)
+        # SIGTERM: requests get drain_s to finish (then a JSON 503), the job's current file as long again
+        uvicorn.run(app, host=s.host, port=s.port, log_level="warning", timeout_graceful_shutdown=s.drain_s)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pymupdf
@@ -12,12 +14,43 @@ from trident_local.docs.model import Document, Page, TextBlock, TocEntry
 from trident_local.docs.objects import detect_objects
 from trident_local.docs.pdf_open import content_hash, open_pdf
 from trident_local.docs.sections import assign_section_paths
+from trident_local.errors import TridentError
 from trident_local.models.protocols import OCREngine
 
 log = logging.getLogger(__name__)
 
 MIN_TEXT_CHARS = 20  # below this a page is treated as having no text layer
 OCR_DPI = 200
+# Pixels handed to OCR per page: A4 at 200 dpi is 3.9 Mpx, A3 7.7 Mpx. A huge page (a 5000 pt
+# square is 193 Mpx at 200 dpi, 4 GB of RAM in MuPDF and tesseract) is read at a lower dpi instead.
+OCR_MAX_PIXELS = 16_000_000
+BLANK_CHECK_DPI = 12  # a page that is one colour at this resolution has nothing to read
+
+
+class IngestCancelled(TridentError):
+    """The caller asked to stop between pages (a cancelled job); nothing of the file was kept."""
+
+
+@dataclass
+class IngestControl:
+    """What a caller that runs ingestion inline (the service's job worker) can ask of it:
+    stop between pages, hear of each page read, and cap the pages sent to OCR."""
+
+    should_stop: Callable[[], bool] = lambda: False
+    on_page: Callable[[int], None] = lambda _n: None
+    ocr_max_pages: int | None = None  # None: no cap; past it pages stay image-only, with a warning
+
+
+def ocr_dpi(width_pt: float, height_pt: float, dpi: int = OCR_DPI, max_pixels: int = OCR_MAX_PIXELS) -> int:
+    """``dpi``, lowered so that a ``width_pt`` x ``height_pt`` page renders to at most ``max_pixels``."""
+    area = max(width_pt * height_pt, 1.0) / 72.0**2  # square inches
+    return max(1, min(dpi, int((max_pixels / area) ** 0.5)))
+
+
+def is_blank(page: pymupdf.Page) -> bool:
+    """True when the page renders to a single colour: OCR would read nothing, so it is not run."""
+    pix = page.get_pixmap(dpi=min(BLANK_CHECK_DPI, ocr_dpi(page.rect.width, page.rect.height)), alpha=False)
+    return bool(pix.is_unicolor)
 
 
 def _blocks(page: pymupdf.Page) -> list[TextBlock]:
@@ -50,19 +83,22 @@ def _blocks(page: pymupdf.Page) -> list[TextBlock]:
 def _ocr_page(page: pymupdf.Page, ocr: OCREngine) -> str:
     from PIL import Image
 
-    pix = page.get_pixmap(dpi=OCR_DPI)
+    pix = page.get_pixmap(dpi=ocr_dpi(page.rect.width, page.rect.height))
     image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples) if pix.n == 3 else Image.frombytes(
         "RGB", (pix.width, pix.height), pymupdf.Pixmap(pymupdf.csRGB, pix).samples)
     return ocr.ocr(image).strip()
 
 
-def ingest_pdf(path: str | Path, *, ocr: OCREngine | None = None, doc_id: str | None = None) -> Document:
+def ingest_pdf(path: str | Path, *, ocr: OCREngine | None = None, doc_id: str | None = None,
+               control: IngestControl | None = None) -> Document:
     """Read one PDF into a :class:`Document`. Raises IngestError with a one-line reason on bad input.
 
     ``ocr``: used for pages without a text layer; when None (or unavailable) such
     pages are kept as image-only and a warning is recorded on the document.
+    ``control``: cancel between pages, per-page progress, an OCR page cap (see IngestControl).
     """
     p = Path(path)
+    ctl = control or IngestControl()
     pdf = open_pdf(p)
     try:
         meta = {k: v for k, v in (pdf.metadata or {}).items() if isinstance(v, str) and v}
@@ -76,9 +112,13 @@ def ingest_pdf(path: str | Path, *, ocr: OCREngine | None = None, doc_id: str | 
             metadata=meta,
             toc=toc,
         )
+        if getattr(pdf, "is_repaired", False):
+            doc.warnings.append("the file was damaged and repaired on opening: pages may be missing or blank")
         ocr_ok = ocr is not None and ocr.available()
-        n_image_only = 0
+        n_image_only = n_ocr = n_over_cap = 0
         for i, page in enumerate(pdf, start=1):
+            if ctl.should_stop():
+                raise IngestCancelled(f"{p.name}: cancelled at page {i} of {pdf.page_count}")
             try:
                 blocks = _blocks(page)
             except Exception as e:  # a damaged page must not lose the document
@@ -89,22 +129,30 @@ def ingest_pdf(path: str | Path, *, ocr: OCREngine | None = None, doc_id: str | 
             pg = Page(number=i, text=text, width=page.rect.width, height=page.rect.height,
                       blocks=blocks, n_images=n_images)
             if len(text.strip()) < MIN_TEXT_CHARS:
-                if ocr_ok:
+                over_cap = ctl.ocr_max_pages is not None and n_ocr >= ctl.ocr_max_pages
+                if ocr_ok and not over_cap:
                     try:
-                        pg.text = _ocr_page(page, ocr)  # type: ignore[arg-type]
+                        if not is_blank(page):
+                            n_ocr += 1
+                            pg.text = _ocr_page(page, ocr)  # type: ignore[arg-type]
                         pg.ocr = True
                     except Exception as e:
                         doc.warnings.append(f"page {i}: OCR failed ({e})")
                         pg.image_only = True
                 else:
                     pg.image_only = True
-                    n_image_only += 1
+                    n_over_cap += ocr_ok
+                    n_image_only += not ocr_ok
             else:
                 try:
                     pg.objects = detect_objects(page, i, blocks)
                 except Exception as e:
                     doc.warnings.append(f"page {i}: object detection failed ({e})")
             doc.pages.append(pg)
+            ctl.on_page(i)
+        if n_over_cap:
+            doc.warnings.append(f"{n_over_cap} page(s) past the OCR limit of {ctl.ocr_max_pages} pages per file "
+                                "were not OCR'd: indexed as image-only")
         if n_image_only:
             doc.warnings.append(f"{n_image_only} page(s) have no text layer and no OCR: indexed as image-only")
         if not doc.title:

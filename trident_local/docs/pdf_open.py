@@ -11,6 +11,7 @@ from trident_local.errors import IngestError
 
 MAX_BYTES = 2 * 1024**3  # 2 GiB: larger is almost certainly not a document we can index
 MAX_PAGES = 20_000
+TRUNCATED = "truncated PDF (it ends before its %%EOF marker: cut off in transfer or on disk); send the whole file"
 
 pymupdf.TOOLS.mupdf_display_errors(False)  # MuPDF prints repair chatter to stderr otherwise
 
@@ -22,6 +23,15 @@ def content_hash(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()[:16]
+
+
+def _cut_off(p: Path, tail: int = 4096) -> bool:
+    """No ``%%EOF`` near the end: the file stops short (MuPDF's repair would keep only the pages it
+    finds before the cut, and index the lost ones as blank). A repaired file that ends properly
+    (a broken cross-reference table, say) is readable and is kept, with a warning from ingestion."""
+    with open(p, "rb") as f:
+        f.seek(max(0, p.stat().st_size - tail))
+        return b"%%EOF" not in f.read()
 
 
 def open_pdf(path: str | Path) -> pymupdf.Document:
@@ -41,6 +51,8 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
     try:
         doc = pymupdf.open(p, filetype="pdf")
     except Exception as e:  # pymupdf raises FileDataError / RuntimeError variants
+        if _cut_off(p):
+            raise IngestError(str(p), TRUNCATED) from e
         raise IngestError(str(p), f"corrupt PDF ({str(e).strip() or type(e).__name__})") from e
     if doc.needs_pass and not doc.authenticate(""):
         doc.close()
@@ -50,6 +62,9 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
     except Exception as e:
         doc.close()
         raise IngestError(str(p), f"corrupt PDF ({e})") from e
+    if getattr(doc, "is_repaired", False) and _cut_off(p):
+        doc.close()
+        raise IngestError(str(p), TRUNCATED)
     if n == 0:
         repaired = getattr(doc, "is_repaired", False)
         doc.close()

@@ -23,15 +23,19 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trident_local.docs.model import Document
 from trident_local.errors import IngestError, TridentError
+
+if TYPE_CHECKING:
+    from trident_local.docs.ingest import IngestControl
 
 PR_SET_PDEATHSIG = 1
 WATCH_SECONDS = 0.5
 
 
-def parse_pdf(path: str, doc_id: str, ocr_profile: str) -> Document:
+def parse_pdf(path: str, doc_id: str, ocr_profile: str, control: IngestControl | None = None) -> Document:
     """Ingest one PDF (in a worker or inline); an OCR profile that cannot be built means no OCR."""
     from trident_local.docs.ingest import ingest_pdf
 
@@ -39,7 +43,7 @@ def parse_pdf(path: str, doc_id: str, ocr_profile: str) -> Document:
         ocr = _worker_models().get("ocr", ocr_profile)
     except TridentError:
         ocr = None
-    return ingest_pdf(path, ocr=ocr, doc_id=doc_id)
+    return ingest_pdf(path, ocr=ocr, doc_id=doc_id, control=control)
 
 
 @functools.cache
@@ -79,9 +83,11 @@ class ParserProcesses:
     culprit, the rest are queued again.
     """
 
-    def __init__(self, workers: int, ocr: str, *, close_fds: Sequence[int] = ()):
+    def __init__(self, workers: int, ocr: str, *, close_fds: Sequence[int] = (),
+                 control: IngestControl | None = None):
         self.workers = workers
         self.ocr = ocr
+        self.control = control  # callbacks do not cross processes: used for files parsed inline
         self.close_fds = tuple(close_fds)  # descriptors the workers must not hold (the writer lock)
         self._executor: ProcessPoolExecutor | None = None
         self._futures: dict[str, Future] = {}
@@ -117,7 +123,7 @@ class ParserProcesses:
         """The parsed document (waits for its worker, or parses inline when it was not queued)."""
         fut = self._futures.pop(doc_id, None)
         if fut is None:
-            return parse_pdf(str(path), doc_id, self.ocr)
+            return parse_pdf(str(path), doc_id, self.ocr, self.control)
         try:
             return fut.result()
         except BrokenProcessPool:

@@ -15,23 +15,35 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from trident_local.docs.ingest import IngestCancelled, IngestControl
 from trident_local.errors import TridentError
 from trident_local.models.batcher import BatchPolicy
 from trident_local.models.runtime import ModelCache
 from trident_local.serve.auth import KeyStore
 from trident_local.serve.engine import Busy, Engine, NotFound
+from trident_local.serve.errors import error_body
 from trident_local.serve.gate import Gate, QueueFull
+from trident_local.serve.guard import BrowserGuard
 from trident_local.serve.jobs import Job, JobFile, JobManager
 from trident_local.serve.metrics import Metrics
 from trident_local.serve.settings import Settings
-from trident_local.serve.uploads import clean_partials
+from trident_local.serve.uploads import clean_partials, remove_orphans, remove_upload
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("trident_local.serve")
 
 
-def error(status: int, message: str, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, "status": status, **extra}, status_code=status, headers=headers)
+def error(status: int, message: str, headers: dict[str, str] | None = None, request: Request | None = None, *,
+          path: str = "", param: str | None = None, code: str | None = None, **extra: Any) -> JSONResponse:
+    """The error response for ``request`` (or ``path``): see :func:`~trident_local.serve.errors.error_body`."""
+    where = request.url.path if request is not None else path
+    return JSONResponse(error_body(status, message, where, param=param, code=code, **extra), status_code=status,
+                        headers=headers)
+
+
+def _named(e: Exception) -> dict[str, Any]:
+    """The request field and error code an exception names (openai_compat's errors do), for OpenAI's shape."""
+    return {"param": getattr(e, "param", None), "code": getattr(e, "code", None)}
 
 
 class JsonLogFormatter(logging.Formatter):
@@ -66,7 +78,8 @@ class Observe:
         length = headers.get(b"content-length", b"")
         upload = _is_upload(scope) and ctype.startswith("multipart/")  # uploads have their own limits
         if not upload and length.isdigit() and int(length) > self.max_json:
-            resp = error(413, f"request body is larger than the limit of {self.max_json // 1024} kB")
+            resp = error(413, f"request body is larger than the limit of {self.max_json // 1024} kB",
+                         path=scope["path"])
             status["code"] = 413
             await resp(scope, receive, send)
         else:
@@ -80,8 +93,8 @@ class Observe:
                     more = message.get("more_body", False)
                     if len(body) > self.max_json:
                         status["code"] = 413
-                        await error(413, f"request body is larger than the limit of {self.max_json // 1024} kB")(
-                            scope, receive, send)
+                        await error(413, f"request body is larger than the limit of {self.max_json // 1024} kB",
+                                    path=scope["path"])(scope, receive, send)
                         return self._observe(scope, status, t0)
                 replay = [{"type": "http.request", "body": body, "more_body": False}]
 
@@ -111,6 +124,7 @@ class Observe:
 
 def create_app(settings: Settings) -> FastAPI:
     """Build the service. Refuses to start on a non-loopback address without an API key."""
+    settings.check_exposure()
     keys = KeyStore(settings.resolved_keys_file, settings.api_key)
     if not settings.loopback and not keys.enabled:
         raise TridentError(f"binding {settings.host} (not loopback) needs an API key: set TRIDENT_API_KEY")
@@ -124,11 +138,22 @@ def create_app(settings: Settings) -> FastAPI:
         clean_partials(h.path)
 
     def run_index(job: Job, f: JobFile) -> None:
-        res = engine.index_file(job.index, f.path)
+        def page_read(n: int) -> None:
+            f.pages_read = n
+            if n % 10 == 0:
+                job_changed(job)
+
+        control = IngestControl(should_stop=lambda: job.cancel_requested, on_page=page_read,
+                                ocr_max_pages=settings.ocr_max_pages)
+        try:
+            res = engine.index_file(job.index, f.path, control)
+        except IngestCancelled as e:
+            f.status, f.error = "cancelled", str(e)
+            return
         f.doc_id = res.doc_id or f.doc_id
         f.pages = res.pages or f.pages
         f.status = {"indexed": "done", "resumed": "done", "skipped": "skipped"}.get(res.status, "failed")
-        f.error = res.error
+        f.error = engine.scrub(res.error.replace(f.path, f.name))
         if f.status == "done":
             metrics.pages_indexed.inc(f.pages)
 
@@ -146,9 +171,24 @@ def create_app(settings: Settings) -> FastAPI:
         metrics.job_pages.labels("done").set(sum(j.pages_done for j in active))
         metrics.job_pages.labels("total").set(sum(j.pages_total for j in active))
 
+    def drop_unindexed(job: Job) -> None:
+        """A cancelled or failed upload is removed, so the same file can be uploaded again."""
+        if job.kind != "index":
+            return
+        dropped = [f.doc_id for f in job.files if f.status in ("cancelled", "failed") and f.doc_id]
+        if dropped:
+            indexed = engine.doc_ids(job.index) | jobs.active_doc_ids(job.index)
+            for doc_id in dropped:
+                if doc_id not in indexed:
+                    remove_upload(engine.handle(job.index).path, doc_id)
+
     jobs = JobManager({n: h.path for n, h in engine.handles.items()},
                       {"index": run_index, "annotate": run_annotate},
-                      pause_s=settings.index_pause_s, on_change=job_changed)
+                      pause_s=settings.index_pause_s, on_change=job_changed, on_finish=drop_unindexed)
+    for name, h in engine.handles.items():  # uploads a crash or an older version left without a job
+        gone = remove_orphans(h.path, engine.doc_ids(name) | jobs.active_doc_ids(name))
+        if gone:
+            log.info("removed uploads that no job will index", extra={"fields": {"index": name, "doc_ids": gone}})
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -156,16 +196,19 @@ def create_app(settings: Settings) -> FastAPI:
         log.info("started", extra={"fields": {"indexes": list(engine.handles), "host": settings.host,
                                               "auth": keys.enabled}})
         yield
-        jobs.stop()  # SIGTERM: the current file finishes, the rest stays queued
+        jobs.stop(settings.drain_s)  # SIGTERM: the current file finishes, the rest stays queued
         cache.close()
         log.info("stopped")
 
-    app = FastAPI(title="trident serve", version="1", lifespan=lifespan,
-                  description="Question answering over indexed PDFs with page-accurate citations.")
+    # The spec needs a read key (routes.py); the UIs are off unless asked for, served from local files.
+    app = FastAPI(title="trident serve", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None, description="Question answering over indexed PDFs with page-accurate citations.")
     app.state.settings, app.state.engine, app.state.keys = settings, engine, keys
     app.state.jobs, app.state.metrics = jobs, metrics
     app.state.gate = Gate(settings.model_slots, settings.model_queue, settings.retry_after_s)
     app.add_middleware(Observe, metrics=metrics, max_json=int(settings.max_json_kb * 1024))
+    app.add_middleware(BrowserGuard, hosts=settings.served_hosts, origins=settings.cors_origins,
+                       docs_paths=("/docs", "/redoc") if settings.api_docs else ())
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
@@ -173,48 +216,55 @@ def create_app(settings: Settings) -> FastAPI:
                            allow_methods=["GET", "POST", "DELETE"], allow_headers=["Authorization", "Content-Type"])
 
     @app.exception_handler(NotFound)
-    async def _not_found(_: Request, e: NotFound) -> JSONResponse:
-        return error(404, str(e))
+    async def _not_found(r: Request, e: NotFound) -> JSONResponse:
+        return error(404, str(e), request=r, **_named(e))
 
     @app.exception_handler(Busy)
-    async def _busy(_: Request, e: Busy) -> JSONResponse:
-        return error(409, str(e))
+    async def _busy(r: Request, e: Busy) -> JSONResponse:
+        return error(409, str(e), request=r)
 
     @app.exception_handler(TridentError)
-    async def _user_error(_: Request, e: TridentError) -> JSONResponse:
-        return error(400, str(e))
+    async def _user_error(r: Request, e: TridentError) -> JSONResponse:
+        return error(400, str(e), request=r, **_named(e))
 
     @app.exception_handler(QueueFull)
-    async def _full(_: Request, e: QueueFull) -> JSONResponse:
+    async def _full(r: Request, e: QueueFull) -> JSONResponse:
         metrics.rejected.inc()
-        return error(429, str(e), headers={"Retry-After": str(e.retry_after)})
+        return error(429, str(e), headers={"Retry-After": str(e.retry_after)}, request=r)
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, e: RequestValidationError) -> JSONResponse:
+    async def _invalid(r: Request, e: RequestValidationError) -> JSONResponse:
         errs = e.errors()
         if any(x.get("type") == "json_invalid" for x in errs):
-            return error(400, "malformed JSON body")
-        parts = [f"{'.'.join(str(p) for p in x.get('loc', ()) if p != 'body')}: {x.get('msg')}" for x in errs]
-        return error(422, "invalid request: " + "; ".join(parts))
+            return error(400, "malformed JSON body", request=r)
+        fields = [".".join(str(p) for p in x.get("loc", ()) if p != "body") for x in errs]
+        parts = [f"{f}: {x.get('msg')}" for f, x in zip(fields, errs, strict=True)]
+        return error(422, "invalid request: " + "; ".join(parts), request=r, param=(fields or [None])[0])
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, e: StarletteHTTPException) -> JSONResponse:
-        return error(e.status_code, str(e.detail), headers=getattr(e, "headers", None))
+    async def _http(r: Request, e: StarletteHTTPException) -> JSONResponse:
+        return error(e.status_code, str(e.detail), headers=getattr(e, "headers", None), request=r)
 
     @app.exception_handler(Exception)
-    async def _internal(_: Request, e: Exception) -> JSONResponse:
+    async def _internal(r: Request, e: Exception) -> JSONResponse:
         log.exception("internal error")
-        return error(500, f"internal error ({type(e).__name__}); see the server log")
+        return error(500, f"internal error ({type(e).__name__}); see the server log", request=r)
 
+    from trident_local.serve.openai_compat import router as openai_router
     from trident_local.serve.routes import router
 
     app.include_router(router)
+    app.include_router(openai_router)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    if settings.api_docs:
+        from trident_local.serve.api_docs import mount_api_docs
+
+        mount_api_docs(app)
     return app
 
 

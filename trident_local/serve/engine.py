@@ -26,8 +26,14 @@ from trident_local.models.runtime import ModelCache, Models
 
 if TYPE_CHECKING:
     from trident_kernels.ann_shards import MapFn
+    from trident_local.docs.ingest import IngestControl
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def public_doc(entry: dict[str, Any]) -> dict[str, Any]:
+    """A document as the API shows it: no server path."""
+    return {k: v for k, v in entry.items() if k != "path"}
 
 
 def ensure_index(path: str | Path) -> None:
@@ -140,8 +146,31 @@ class Engine:
     @contextmanager
     def reading(self, name: str) -> Iterator[Index]:
         h = self.handle(name)
-        with h.lock.read():
+        with self.scrubbed(), h.lock.read():
             yield h.snapshot
+
+    def scrub(self, message: str) -> str:
+        """``message`` with the server's directories named as the client knows them (D10: a
+        client learns nothing of the file system's layout from an error)."""
+        roots = [(str(h.path.resolve()), f"index '{n}'") for n, h in self.handles.items()]
+        roots += [(str(h.path), f"index '{n}'") for n, h in self.handles.items()]
+        if self.data_dir is not None:
+            roots += [(str(self.data_dir.resolve()), "the data folder"), (str(self.data_dir), "the data folder")]
+        for path, label in sorted(roots, key=lambda r: -len(r[0])):
+            message = message.replace(path, label)
+        return message
+
+    @contextmanager
+    def scrubbed(self) -> Iterator[None]:
+        """Re-raise a TridentError with :meth:`scrub`'s message, keeping its HTTP meaning."""
+        try:
+            yield
+        except TridentError as e:
+            cls = next((c for c in (NotFound, Busy) if isinstance(e, c)), TridentError)
+            text = self.scrub(str(e))
+            if text == str(e) and cls is type(e):
+                raise
+            raise cls(text) from None
 
     def create_index(self, name: str, config: dict[str, Any] | None = None) -> IndexHandle:
         if self.data_dir is None:
@@ -173,6 +202,7 @@ class Engine:
 
     # -- documents -----------------------------------------------------------------------------------
     def documents(self, name: str) -> list[dict[str, Any]]:
+        """The manifest entries, ``path`` included (for jobs; the API drops it: :func:`public_doc`)."""
         with self.reading(name) as idx:
             return [asdict(e) for e in idx.store.entries(stages=[])]
 
@@ -194,7 +224,7 @@ class Engine:
 
     def remove(self, name: str, doc: str) -> str:
         h = self.handle(name)
-        with h.lock.read():
+        with self.scrubbed(), h.lock.read():
             doc_id = self._resolve(h.snapshot, doc)
         try:
             h.writer().remove(doc_id)  # rebuilds the pools through _Pooled.build_pools
@@ -212,14 +242,16 @@ class Engine:
             raise NotFound(str(e)) from e
 
     # -- background work (called by jobs, in a worker thread) ---------------------------------------
-    def index_file(self, name: str, path: str) -> FileResult:
-        """Index one PDF (resumes its unfinished stages); the pools are rebuilt and published at the end."""
+    def index_file(self, name: str, path: str, control: IngestControl | None = None) -> FileResult:
+        """Index one PDF (resumes its unfinished stages); the pools are rebuilt and published at the end.
+
+        ``control``: the job's cancel check, page progress and OCR cap (the file is parsed inline)."""
         from trident_local.annotate import annotation_stage
 
         idx = self.handle(name).writer()
         idx.doc_stages.append(annotation_stage(idx, self.chat or None))  # the annotated rerank needs it; no-model by default
         try:
-            rep = idx.add([path], workers=1)
+            rep = idx.add([path], workers=1, control=control)
         except TridentError as e:
             if "another process is writing" in str(e):
                 raise Busy(str(e)) from e
@@ -268,8 +300,8 @@ class Engine:
         try:
             with open_pdf(path) as pdf:
                 return pdf.page_count, ""
-        except IngestError as e:
-            return 0, e.reason
+        except IngestError as e:  # MuPDF's text names the file: not the server's path, please
+            return 0, e.reason.replace(str(path), Path(path).name)
 
     def page_count(self, path: str) -> int:
         return self.check_pdf(path)[0]
@@ -354,8 +386,13 @@ class Engine:
             got = set(re.findall(r"\w{3,}", s.lower()))
             return len(want & got) / (len(got) ** 0.5 or 1.0)
 
-        cands = [{"kind": "text", "label": "", "bbox": list(b.bbox), "score": score(b.text)} for b in p.blocks]
+        def titled(label: str, caption: str) -> str:  # once: captions often repeat it ("Table 1: ...")
+            return (caption if label and caption.startswith(label) else f"{label} {caption}").strip()
+
+        cands = [{"kind": "text", "label": "", "bbox": list(b.bbox), "score": score(b.text),
+                  "text": b.text.strip()[:300]} for b in p.blocks]
         cands += [{"kind": o.type, "label": o.label or o.object_id, "bbox": list(o.bbox),
-                   "score": score(f"{o.label} {o.caption} {o.text}")} for o in p.objects]
+                   "score": score(f"{o.label} {o.caption} {o.text}"),
+                   "text": (titled(o.label, o.caption) or o.text.strip())[:300]} for o in p.objects]
         best = sorted((c for c in cands if c["score"] > 0), key=lambda c: -c["score"])[:top]
         return {"doc_id": doc_id, "page": page, "width": p.width, "height": p.height, "boxes": best}

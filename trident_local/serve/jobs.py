@@ -4,6 +4,9 @@
 (or kill -9) finds each job as it was after its last finished file; jobs that were
 queued or running go back to the queue and skip the files already done. The
 library's per-document stages make a half-indexed file resume where it stopped.
+
+Jobs take turns a file at a time, so one user's 300-file upload does not hold back
+another's single file; a runner sees ``job.cancel_requested`` and may stop inside a file.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class JobFile:
     pages: int = 0
     status: str = "pending"  # pending | done | skipped | failed | cancelled
     error: str = ""
+    pages_read: int = 0  # of the file being indexed: progress inside a long file
 
 
 @dataclass
@@ -62,11 +66,12 @@ class Job:
         rate = 0.0
         if self.run_started and self.run_pages:
             rate = self.run_pages / max(time.time() - self.run_started, 1e-6)
-        left = self.pages_total - self.pages_done
+        done = self.pages_done + sum(f.pages_read for f in self.files if f.status == "pending")
+        left = self.pages_total - done
         return {
             "files_done": sum(f.status != "pending" for f in self.files),
             "files_total": len(self.files),
-            "pages_done": self.pages_done,
+            "pages_done": done,
             "pages_total": self.pages_total,
             "pages_per_s": round(rate, 3),
             "eta_s": round(left / rate, 1) if rate > 0 and self.state in ACTIVE else None,
@@ -75,6 +80,13 @@ class Job:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["progress"] = self.progress()
+        return d
+
+    def public(self) -> dict[str, Any]:
+        """:meth:`to_dict` as the API shows it: files by name, never by server path."""
+        d = self.to_dict()
+        for f in d["files"]:
+            f.pop("path", None)
         return d
 
     @classmethod
@@ -90,16 +102,19 @@ class JobManager:
     """Owns every index's job table and runs queued jobs one file at a time in one thread."""
 
     def __init__(self, index_dirs: dict[str, Path], runners: dict[str, Runner], *, pause_s: float = 0.0,
-                 on_change: Callable[[Job], None] | None = None):
+                 on_change: Callable[[Job], None] | None = None,
+                 on_finish: Callable[[Job], None] | None = None):
         self.index_dirs = dict(index_dirs)
         self.runners = runners
         self.pause_s = pause_s
         self.on_change = on_change
+        self.on_finish = on_finish  # a job ended (done, failed, cancelled): e.g. drop its unindexed uploads
         self.jobs: dict[str, Job] = {}
         self._lock = threading.RLock()
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._current: str | None = None  # the job whose file the worker is running
         for name, d in self.index_dirs.items():
             self._load(name, d)
 
@@ -140,6 +155,12 @@ class JobManager:
         self._changed(job)
         return job
 
+    def active_doc_ids(self, index: str) -> set[str]:
+        """doc_ids that a queued or running job of ``index`` has still to do."""
+        with self._lock:
+            return {f.doc_id for j in self.jobs.values() if j.index == index and j.state in ACTIVE
+                    for f in j.files if f.status == "pending" and f.doc_id}
+
     def get(self, job_id: str) -> Job | None:
         return self.jobs.get(job_id)
 
@@ -154,8 +175,11 @@ class JobManager:
                 return None
             if job.state == "queued":
                 self._finish(job, "cancelled")
+            elif job.state == "running" and job_id != self._current:  # waiting for its next turn
+                job.cancel_requested = True
+                self._finish(job, "cancelled")
             elif job.state == "running":
-                job.cancel_requested = True  # the worker stops after the current file
+                job.cancel_requested = True  # the runner stops at its next page, the worker before the next file
                 self._save(job.index)
         return job
 
@@ -184,45 +208,62 @@ class JobManager:
             if job_id is None:
                 break
             job = self.jobs.get(job_id)
-            if job is None or job.state != "queued":
+            if job is None or job.state not in ACTIVE:
                 continue
-            self._run(job)
+            # one file, then the job waits its turn behind the others (or goes on when it is alone)
+            while self._run_one(job) and self._queue.empty() and not self._stopping.is_set():
+                pass
+            if job.state in ACTIVE and not self._stopping.is_set():
+                self._queue.put(job.job_id)
 
-    def _run(self, job: Job) -> None:
+    def _run_one(self, job: Job) -> bool:
+        """Run the job's next pending file; True while the job has more to do."""
         with self._lock:
-            job.state = "running"
-            job.started = job.started or time.time()
-            job.run_started, job.run_pages = time.time(), 0
+            if job.state not in ACTIVE:  # cancelled while it waited for its turn
+                return False
+            self._current = job.job_id  # from here a cancel asks the runner to stop
+            if job.state == "queued":
+                job.state = "running"
+                job.started = job.started or time.time()
+                job.run_started, job.run_pages = time.time(), 0
+                self._save(job.index)
+        self._changed(job)
+        f = next((f for f in job.files if f.status == "pending"), None)
+        if f is None or job.cancel_requested:
+            self._current = None
+            self._end(job)
+            return False
+        if self._stopping.is_set():
+            with self._lock:
+                self._current = None
+                job.state = "queued"  # resumes at the next start
+                self._save(job.index)
+            return False
+        try:
+            self.runners[job.kind](job, f)
+        except Exception as e:  # a configuration problem: stop the job, say why
+            log.exception("job %s failed on %s", job.job_id, f.name)
+            with self._lock:
+                f.status, f.error = "failed", f"{type(e).__name__}: {e}"
+                job.error = f.error
+                self._finish(job, "failed")
+            return False
+        finally:
+            self._current = None
+        with self._lock:
+            if f.status in ("done", "skipped"):
+                job.pages_done += f.pages
+                job.run_pages += f.pages
             self._save(job.index)
         self._changed(job)
-        runner = self.runners[job.kind]
-        for f in job.files:
-            if f.status != "pending":
-                continue
-            if job.cancel_requested:
-                break
-            if self._stopping.is_set():
-                with self._lock:
-                    job.state = "queued"  # resumes at the next start
-                    self._save(job.index)
-                return
-            try:
-                runner(job, f)
-            except Exception as e:  # a configuration problem: stop the job, say why
-                log.exception("job %s failed on %s", job.job_id, f.name)
-                with self._lock:
-                    f.status, f.error = "failed", f"{type(e).__name__}: {e}"
-                    job.error = f.error
-                    self._finish(job, "failed")
-                return
-            with self._lock:
-                if f.status in ("done", "skipped"):
-                    job.pages_done += f.pages
-                    job.run_pages += f.pages
-                self._save(job.index)
-            self._changed(job)
-            if self.pause_s:
-                self._stopping.wait(self.pause_s)
+        if self.pause_s:
+            self._stopping.wait(self.pause_s)
+        if job.cancel_requested or all(x.status != "pending" for x in job.files):
+            self._end(job)
+            return False
+        return True
+
+    def _end(self, job: Job) -> None:
         with self._lock:
             if job.cancel_requested:
                 self._finish(job, "cancelled")
@@ -239,6 +280,11 @@ class JobManager:
         job.state, job.finished = state, time.time()
         self._save(job.index)
         self._changed(job)
+        if self.on_finish:
+            try:
+                self.on_finish(job)
+            except Exception:  # clean-up must not take the worker down
+                log.exception("clean-up after job %s failed", job.job_id)
 
     def _changed(self, job: Job) -> None:
         if self.on_change:

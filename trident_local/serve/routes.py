@@ -14,9 +14,10 @@ from pydantic import BaseModel, Field
 
 from trident_local.errors import TridentError
 from trident_local.serve.auth import ApiKey
-from trident_local.serve.engine import NotFound
+from trident_local.serve.engine import NotFound, public_doc
 from trident_local.serve.jobs import ACTIVE, Job, JobFile
 from trident_local.serve.uploads import UploadError, receive_pdfs, remove_upload
+from trident_local.serve.validate import check_encodable, check_text
 
 router = APIRouter()
 
@@ -26,23 +27,30 @@ class Denied(Exception):
     pass
 
 
+def caller_key(request: Request, scope: str, index: str | None = None) -> ApiKey | None:
+    """The caller's Bearer key, checked for ``scope`` on ``index`` (None: no index); None when keys are off.
+
+    Routes whose index is not a path parameter (the OpenAI-compatible ones) call this directly.
+    """
+    keys = request.app.state.keys
+    if not keys.enabled:
+        return None
+    auth = request.headers.get("authorization", "")
+    if not auth.lower().startswith("bearer ") or not auth[7:].strip():
+        raise _HTTP(401, "missing API key: send 'Authorization: Bearer <key>'", {"WWW-Authenticate": "Bearer"})
+    key = keys.check(auth[7:].strip())
+    if key is None:
+        raise _HTTP(401, "invalid API key", {"WWW-Authenticate": "Bearer"})
+    if not key.allows(scope, index):
+        raise _HTTP(403, f"this key ({key.scope}) may not {scope}" + (f" index {index!r}" if index else ""))
+    return key
+
+
 def require(scope: str) -> Callable[[Request], ApiKey | None]:
     """Dependency: the caller's key must have ``scope`` (and the path's index, if any)."""
 
     def check(request: Request) -> ApiKey | None:
-        keys = request.app.state.keys
-        if not keys.enabled:
-            return None
-        auth = request.headers.get("authorization", "")
-        if not auth.lower().startswith("bearer ") or not auth[7:].strip():
-            raise _HTTP(401, "missing API key: send 'Authorization: Bearer <key>'", {"WWW-Authenticate": "Bearer"})
-        key = keys.check(auth[7:].strip())
-        if key is None:
-            raise _HTTP(401, "invalid API key", {"WWW-Authenticate": "Bearer"})
-        index = request.path_params.get("index")
-        if not key.allows(scope, index):
-            raise _HTTP(403, f"this key ({key.scope}) may not {scope}" + (f" index {index!r}" if index else ""))
-        return key
+        return caller_key(request, scope, request.path_params.get("index"))
 
     return check
 
@@ -72,7 +80,7 @@ def health() -> dict:
     return {"status": "ok"}
 
 
-@router.get("/ready", tags=["operations"])
+@router.get("/ready", tags=["operations"], dependencies=[Depends(require("read"))])
 def ready(request: Request) -> JSONResponse:
     engine, jobs = request.app.state.engine, request.app.state.jobs
     problems = []
@@ -84,6 +92,12 @@ def ready(request: Request) -> JSONResponse:
     return JSONResponse({"ready": not problems, "problems": problems,
                          "models": [list(b) for b in engine.cache.builds]},  # engines built in this process
                         status_code=503 if problems else 200)
+
+
+@router.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require("read"))])
+def openapi_spec(request: Request) -> JSONResponse:
+    """The OpenAPI spec: it names every index route, so it needs a key like they do."""
+    return JSONResponse(request.app.openapi())
 
 
 @router.get("/metrics", tags=["operations"], dependencies=[Depends(require("read"))])
@@ -121,26 +135,26 @@ def index_info(request: Request, index: str) -> dict:
 # -- documents ---------------------------------------------------------------------------------------------
 @router.get("/api/indexes/{index}/documents", tags=["documents"], dependencies=[Depends(require("read"))])
 def list_documents(request: Request, index: str) -> dict:
-    return {"documents": _engine(request).documents(index)}
+    return {"documents": [public_doc(d) for d in _engine(request).documents(index)]}
 
 
 @router.post("/api/indexes/{index}/documents", tags=["documents"], status_code=202,
              dependencies=[Depends(require("write"))])
 async def upload(request: Request, index: str) -> JSONResponse:
     """Multipart field ``file`` (repeatable). Stored files are indexed by a background job."""
-    engine, settings = _engine(request), request.app.state.settings
+    engine, settings, jobs = _engine(request), request.app.state.settings, request.app.state.jobs
     h = engine.handle(index)
-    known = await run_in_threadpool(engine.doc_ids, index)
+    indexed = await run_in_threadpool(engine.doc_ids, index)
     try:
         stored = await receive_pdfs(request, h.path, max_file=int(settings.max_upload_mb * 1024**2),
-                                    max_request=int(settings.max_request_mb * 1024**2), known=known,
-                                    check=engine.check_pdf)
+                                    max_request=int(settings.max_request_mb * 1024**2),
+                                    known=lambda: indexed | jobs.active_doc_ids(index), check=engine.check_pdf)
     except UploadError as e:
         return JSONResponse({"error": str(e), "status": e.status}, status_code=e.status)
     todo = [s for s in stored if s.status == "stored"]
     files = [JobFile(s.name, s.path, s.doc_id, s.pages) for s in todo]
-    job = request.app.state.jobs.submit(index, "index", files) if files else None
-    body = {"files": [s.__dict__ for s in stored], "job": job.to_dict() if job else None}
+    job = jobs.submit(index, "index", files) if files else None
+    body = {"files": [s.public() for s in stored], "job": job.public() if job else None}
     rejected = [s for s in stored if s.status == "rejected"]
     if rejected and len(rejected) == len(stored):
         codes = {s.http_status for s in rejected}
@@ -152,14 +166,20 @@ async def upload(request: Request, index: str) -> JSONResponse:
 
 @router.get("/api/indexes/{index}/documents/{doc}", tags=["documents"], dependencies=[Depends(require("read"))])
 def get_document(request: Request, index: str, doc: str) -> dict:
-    return _engine(request).document(index, doc)
+    return public_doc(_engine(request).document(index, doc))
 
 
 @router.delete("/api/indexes/{index}/documents/{doc}", tags=["documents"], dependencies=[Depends(require("write"))])
 def delete_document(request: Request, index: str, doc: str) -> dict:
     engine = _engine(request)
-    doc_id = engine.remove(index, doc)
-    remove_upload(engine.handle(index).path, doc_id)
+    root = engine.handle(index).path
+    try:
+        doc_id = engine.remove(index, doc)
+    except NotFound:  # an upload that never reached the index (no job will index it) can still go
+        if doc in request.app.state.jobs.active_doc_ids(index) or not remove_upload(root, doc):
+            raise
+        return {"deleted": doc}
+    remove_upload(root, doc_id)
     return {"deleted": doc_id}
 
 
@@ -207,17 +227,14 @@ class TraceBody(BaseModel):
     papers: list[str] | None = None
 
 
-def _check_question(request: Request, q: str) -> None:
-    limit = request.app.state.settings.max_question_chars
-    if not q.strip():
-        raise TridentError("the question is empty")
-    if len(q) > limit:
-        raise _HTTP(413, f"the question is {len(q)} characters; the limit is {limit}")
+def _check_question(request: Request, q: str, docs: list[str] | None = None) -> None:
+    check_text("question", q, request.app.state.settings.max_question_chars)
+    check_encodable("document list", docs or [])
 
 
 @router.post("/api/indexes/{index}/search", tags=["query"], dependencies=[Depends(require("read"))])
 async def search(request: Request, index: str, body: SearchBody) -> dict:
-    _check_question(request, body.question)
+    _check_question(request, body.question, body.docs)
     hits = await run_in_threadpool(_engine(request).search, index, body.question, docs=body.docs,
                                    pool=body.pool, k=body.k)
     return {"hits": hits}
@@ -226,7 +243,7 @@ async def search(request: Request, index: str, body: SearchBody) -> dict:
 @router.post("/api/indexes/{index}/ask", tags=["query"], dependencies=[Depends(require("read"))])
 async def ask(request: Request, index: str, body: AskBody) -> dict:
     """The CLI's `ask --json` result, plus evidence boxes per citation and what produced each part."""
-    _check_question(request, body.question)
+    _check_question(request, body.question, body.docs)
     m = request.app.state.metrics
     async with request.app.state.gate.slot():
         out = await run_in_threadpool(_engine(request).ask, index, body.question, docs=body.docs, pool=body.pool,
@@ -240,9 +257,8 @@ async def ask(request: Request, index: str, body: AskBody) -> dict:
 
 @router.post("/api/indexes/{index}/verify", tags=["query"], dependencies=[Depends(require("read"))])
 async def verify(request: Request, index: str, body: VerifyBody) -> dict:
-    text = body.answer if isinstance(body.answer, str) else json.dumps(body.answer)
-    if not text.strip():
-        raise TridentError("the answer is empty")
+    check_text("answer", body.answer, request.app.state.settings.max_answer_chars)
+    check_encodable("document", body.doc)
     async with request.app.state.gate.slot():
         out = await run_in_threadpool(_engine(request).verify, index, body.answer, body.doc, window=body.window)
     request.app.state.metrics.model_calls.inc(out.get("model_calls", 0))
@@ -251,7 +267,7 @@ async def verify(request: Request, index: str, body: VerifyBody) -> dict:
 
 @router.post("/api/indexes/{index}/trace", tags=["query"], dependencies=[Depends(require("read"))])
 async def trace(request: Request, index: str, body: TraceBody) -> dict:
-    _check_question(request, body.question)
+    _check_question(request, body.question, body.papers)
     async with request.app.state.gate.slot():
         return await run_in_threadpool(_engine(request).trace, index, body.question, answer_format=body.format,
                                        choices=body.choices, papers=body.papers)
@@ -273,24 +289,24 @@ def annotate(request: Request, index: str, body: AnnotateBody) -> dict:
     files = [JobFile(d["file_name"], d["path"], d["doc_id"], d["n_pages"]) for d in docs]
     if not files:
         raise TridentError("no documents to annotate")
-    return request.app.state.jobs.submit(index, "annotate", files).to_dict()
+    return request.app.state.jobs.submit(index, "annotate", files).public()
 
 
 @router.get("/api/jobs", tags=["jobs"])
 def list_jobs(request: Request, index: str | None = None, key: ApiKey | None = Depends(require("read"))) -> dict:
     jobs = request.app.state.jobs.list(index)
-    return {"jobs": [j.to_dict() for j in jobs if key is None or key.allows("read", j.index)]}
+    return {"jobs": [j.public() for j in jobs if key is None or key.allows("read", j.index)]}
 
 
 @router.get("/api/jobs/{job_id}", tags=["jobs"])
 def get_job(request: Request, job_id: str, key: ApiKey | None = Depends(require("read"))) -> dict:
-    return _job_access(request, key, job_id, "read").to_dict()
+    return _job_access(request, key, job_id, "read").public()
 
 
 @router.post("/api/jobs/{job_id}/cancel", tags=["jobs"])
 def cancel_job(request: Request, job_id: str, key: ApiKey | None = Depends(require("write"))) -> dict:
     _job_access(request, key, job_id, "write")
-    return request.app.state.jobs.cancel(job_id).to_dict()
+    return request.app.state.jobs.cancel(job_id).public()
 
 
 @router.get("/api/jobs/{job_id}/events", tags=["jobs"])
@@ -301,7 +317,7 @@ async def job_events(request: Request, job_id: str, key: ApiKey | None = Depends
     async def stream():
         last = None
         while True:
-            d = job.to_dict()
+            d = job.public()
             snap = json.dumps(d, sort_keys=True)
             if snap != last:
                 yield f"event: progress\ndata: {snap}\n\n"

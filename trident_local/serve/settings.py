@@ -13,6 +13,7 @@ from typing import Any
 from trident_local.errors import TridentError
 
 ENV_PREFIX = "TRIDENT_SERVE_"
+MIN_KEY_CHARS = 16  # the start-up admin key of a server other hosts can reach
 
 
 @dataclass
@@ -30,6 +31,12 @@ class Settings:
     max_request_mb: float = 1024.0  # one upload request (several files)
     max_json_kb: float = 256.0  # JSON bodies (questions, answers to verify)
     max_question_chars: int = 4000
+    max_answer_chars: int = 20000  # /verify: an answer costs CPU per claim, so it is bounded like a question
+    ocr_max_pages: int = 200  # per uploaded file; pages past it stay image-only (a warning says so)
+    allowed_hosts: list[str] = field(default_factory=list)  # Host header values served; empty = loopback
+    # names on a loopback bind, any on another (DNS rebinding needs a loopback server without keys)
+    api_docs: bool = False  # /docs and /redoc (Swagger UI, ReDoc) load scripts from CDNs: off by default
+    drain_s: float = 30.0  # on SIGTERM, requests still running after this get a JSON 503
     model_slots: int = 4  # asks / verifies running at once
     model_queue: int = 64  # more waiting than this: 429 with Retry-After
     retry_after_s: int = 2
@@ -50,6 +57,28 @@ class Settings:
             return ipaddress.ip_address(self.host).is_loopback
         except ValueError:
             return False
+
+    def check_exposure(self) -> None:
+        """Refuse, before anything is created on disk, to serve another host without a real key."""
+        if self.loopback:
+            return
+        keys = self.resolved_keys_file
+        if not self.api_key and not (keys is not None and keys.exists()):
+            raise TridentError(f"binding {self.host} (not loopback) needs an API key: set TRIDENT_API_KEY")
+        if self.api_key and len(self.api_key) < MIN_KEY_CHARS:
+            raise TridentError(f"TRIDENT_API_KEY is {len(self.api_key)} characters; a server on {self.host} needs "
+                               f"at least {MIN_KEY_CHARS} (e.g. openssl rand -hex 32)")
+
+    @property
+    def served_hosts(self) -> list[str]:
+        """Host header names answered: ``allowed_hosts``, else loopback names on loopback, else any."""
+        if self.allowed_hosts:
+            return list(self.allowed_hosts)
+        if self.loopback:
+            from trident_local.serve.guard import LOOPBACK_NAMES
+
+            return [*LOOPBACK_NAMES, self.host]
+        return ["*"]
 
     @property
     def resolved_keys_file(self) -> Path | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
 UPLOADS = "uploads"
@@ -48,6 +49,12 @@ class StoredUpload:
     error: str = ""
     http_status: int = 0  # for rejected files: 413 too large, 415 not a PDF, 422 unreadable
     pages: int = 0
+
+    def public(self) -> dict:
+        """What a client is told: the stored file relative to the index, never a server path."""
+        d = {k: v for k, v in self.__dict__.items() if k != "path"}
+        d["stored_as"] = f"{UPLOADS}/{self.doc_id}/{Path(self.path).name}" if self.path else ""
+        return d
 
 
 def safe_name(raw: str) -> str:
@@ -114,7 +121,8 @@ class _Sink:
         raw = opts[b"filename"].decode("utf-8", "replace")
         self._current = StoredUpload(safe_name(raw))
         self._path = self.partial_dir / f"{uuid.uuid4().hex}.part"
-        self._fh = open(self._path, "wb")  # noqa: SIM115 - closed in on_part_end / abort
+        # private like every other index file (0600), whatever the umask; closed in on_part_end / abort
+        self._fh = os.fdopen(os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
         self._hash = hashlib.sha256()
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
@@ -151,11 +159,14 @@ Checker = Callable[[Path], tuple[int, str]]  # a PDF -> (pages, "") or (0, why i
 
 
 async def receive_pdfs(request: Request, index_root: Path, *, max_file: int, max_request: int,
-                       known: set[str], check: Checker) -> list[StoredUpload]:
+                       known: Callable[[], set[str]], check: Checker) -> list[StoredUpload]:
     """Stream the multipart body's ``file`` parts to disk, then check and keep each PDF.
 
-    ``known``: doc_ids already in the index (reported as duplicates, not stored twice);
-    ``check``: opens a PDF the way the indexer will.
+    ``known()``: doc_ids in the index or in a job still to run (reported as duplicates, not
+    stored twice); called after the body is read, with no await until the caller has queued
+    its job, so two uploads of one file cannot both be stored. A stored file that is not known
+    (its job was cancelled or failed, or a crash came between) is replaced and indexed again.
+    ``check``: opens a PDF the way the indexer will (run in a thread: a repair can be slow).
     """
     ctype, opts = parse_options_header(request.headers.get("content-type", ""))
     if ctype != b"multipart/form-data" or b"boundary" not in opts:
@@ -192,37 +203,49 @@ async def receive_pdfs(request: Request, index_root: Path, *, max_file: int, max
     if not sink.files:
         sink.abort()
         raise UploadError(422, "no file in the request: send PDFs in the multipart field 'file'")
-    return [_keep(rec, part, sha, index_root, known, check) for rec, part, sha in sink.files]
+    checked = [await run_in_threadpool(_check, rec, part, check) for rec, part, _ in sink.files]
+    ids = known()  # no await from here until the caller has queued the stored files
+    return [_keep(rec, part, sha, index_root, ids, ok) for (rec, part, sha), ok in zip(sink.files, checked, strict=True)]
 
 
-def _keep(rec: StoredUpload, part: Path, sha: str, index_root: Path, known: set[str],
-          check: Checker) -> StoredUpload:
+def _check(rec: StoredUpload, part: Path, check: Checker) -> bool:
+    """True when the part is a PDF the indexer can open; else ``rec`` says why not."""
+    if rec.status == "rejected":
+        return False
+    if rec.size == 0:
+        return not _reject(rec, 422, "empty file (0 bytes)")
+    with open(part, "rb") as f:
+        head = f.read(1024)
+    if b"%PDF-" not in head:
+        return not _reject(rec, 415, "not a PDF (no %PDF- header)")
+    pages, why = check(part)
+    if why:
+        return not _reject(rec, 422, why)
+    rec.pages = pages
+    return True
+
+
+def _keep(rec: StoredUpload, part: Path, sha: str, index_root: Path, known: set[str], ok: bool) -> StoredUpload:
     try:
-        if rec.status == "rejected":
+        if not ok:
             return rec
-        if rec.size == 0:
-            return _reject(rec, 422, "empty file (0 bytes)")
-        with open(part, "rb") as f:
-            head = f.read(1024)
-        if b"%PDF-" not in head:
-            return _reject(rec, 415, "not a PDF (no %PDF- header)")
-        pages, why = check(part)
-        if why:
-            return _reject(rec, 422, why)
-        rec.pages = pages
         rec.doc_id = sha[:16]
         final_dir = uploads_dir(index_root) / rec.doc_id
         existing = sorted(final_dir.glob("*.pdf")) if final_dir.is_dir() else []
-        if rec.doc_id in known or existing:
+        if rec.doc_id in known:
             rec.status = "duplicate"
             rec.path = str(existing[0]) if existing else ""
             return rec
+        if existing:  # an orphan: kept by a job that was cancelled, failed or cut by a crash
+            shutil.rmtree(final_dir, ignore_errors=True)
         final_dir.mkdir(parents=True, exist_ok=True)
         final = final_dir / rec.name
         if not final.resolve().is_relative_to(uploads_dir(index_root).resolve()):
             return _reject(rec, 400, "file name not allowed")
         os.replace(part, final)
+        os.chmod(final, 0o600)
         rec.path = str(final)
+        known.add(rec.doc_id)  # the same bytes twice in one request: the second is a duplicate
         return rec
     finally:
         part.unlink(missing_ok=True)
@@ -233,7 +256,18 @@ def _reject(rec: StoredUpload, status: int, reason: str) -> StoredUpload:
     return rec
 
 
-def remove_upload(index_root: Path, doc_id: str) -> None:
+def remove_upload(index_root: Path, doc_id: str) -> bool:
+    """Remove ``uploads/<doc_id>/``; True when there was one."""
     d = uploads_dir(index_root) / doc_id
     if re.fullmatch(r"[0-9a-f]{16}", doc_id) and d.is_dir():
         shutil.rmtree(d, ignore_errors=True)
+        return True
+    return False
+
+
+def remove_orphans(index_root: Path, keep: set[str]) -> list[str]:
+    """Remove the stored uploads whose doc_id is not in ``keep`` (indexed or queued); their ids."""
+    d = uploads_dir(index_root)
+    gone = [p.name for p in d.iterdir() if p.is_dir() and p.name != PARTIAL and p.name not in keep] \
+        if d.is_dir() else []
+    return [g for g in gone if remove_upload(index_root, g)]
