@@ -1,25 +1,37 @@
 """Calibrate the no-model answer's confidence on a calib-split run, and apply it to a test run.
 
-    trident eval qa --index /work/idx/mmlb --dataset samples.json --split-file benchmarks/data/mmlb_doc_split.json \
+    trident eval qa --index /work/idx/mmlb --dataset samples.json --split-file benchmarks/data/mmlb_doc_split.json \\
         --split calib --profile none --no-verify --run calib.jsonl
     trident eval qa ... --split test ... --run test.jsonl
-    .venv/bin/python benchmarks/calibrate_abstention.py calib.jsonl --fit --test test.jsonl --out result.json
+    .venv/bin/python benchmarks/calibrate_abstention.py calib.jsonl --fit --test test.jsonl \\
+        --save-params conf.json
 
-Without --fit the runs' own confidences are kept and only the threshold with the best
-accuracy on the calib run is chosen. With --fit the confidence model (logistic weights
-over the features each row records, trident_local/generate/answer_confidence.py) is
-fitted on the calib run first, then its threshold is chosen on the same run; --save-params
-writes both (paste them into CONFIDENCE in trident_local/generate/evidence_answer.py to
-ship them). With --test, the test run is re-scored with the calib model and threshold
-(its candidates and features are in the run, so nothing is answered again): the test
-run is only scored, never searched.
+Each run row keeps the answer before the threshold (``candidate``), its ``confidence`` and the
+``features`` the confidence is computed from. Without --fit the runs' own confidences are kept
+and only the threshold with the best accuracy on the calib run is chosen. With --fit the
+confidence model (logistic weights over the features each row records,
+trident_local/generate/answer_confidence.py; every weight >= 0, fitted on whether each calib
+candidate is right) is fitted on the calib run first, then its threshold is swept on the same
+run (best accuracy, then F1, then the lowest); --save-params writes both (paste them into
+CONFIDENCE in trident_local/generate/evidence_answer.py to ship them). With --test, the test
+run is re-scored with the calib model and threshold (its candidates and features are in the
+run, so nothing is answered again) at that one threshold only, next to answering "Not
+answerable" everywhere: the test run is only scored, never searched. --out also writes the
+JSON elsewhere.
+
+Recorded (results/calibrate_abstention.json) with --fit and --test on a calib run of at least
+100 questions.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_result  # noqa: E402
 
 
 def load(path: str) -> list[dict]:
@@ -67,6 +79,23 @@ def main(argv: list[str] | None = None) -> int:
         out.update(test_run=args.test, test=t, test_all_not_answerable=na)
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+
+    def row(name: str, n: int, s: dict) -> list[str]:
+        u = s["unanswerable"]
+        f3 = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+        return [name, str(n), f"{s['threshold']:.4f}", f3(s["accuracy"]), f3(s["f1"]),
+                f"{f3(u.get('precision'))} / {f3(u.get('recall'))}" if isinstance(u, dict) else str(u)]
+
+    write_result("calibrate_abstention", out, lambda: {
+        "title": f"No-model answer abstention, threshold {cal['threshold']:.4f} chosen on calib"
+                 + (" after fitting the confidence model" if model is not None else ""),
+        "columns": ["run", "questions", "threshold", "accuracy", "F1", "unanswerable P / R"],
+        "rows": [row("calib, chosen threshold", cal["n"], b), row("calib, never abstain", cal["n"], never)]
+        + ([row("test, calib threshold", len(test), t), row("test, 'Not answerable' everywhere", len(test), na)]
+           if args.test else []),
+        "notes": f"Fitted weights {dict(model.weights)}, bias {model.bias}." if model is not None else "",
+    }, args=args, argv=argv, full=bool(args.fit and args.test) and cal["n"] >= 100,
+        why_not="not --fit with --test on a calib run of at least 100 questions")
     return 0
 
 

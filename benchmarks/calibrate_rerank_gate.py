@@ -1,6 +1,6 @@
 """Fit the no-model rerank's confidence gate on the calib document split; report both splits at that gate.
 
-    .venv/bin/python benchmarks/calibrate_rerank_gate.py --index /work/idx/mmlb \
+    .venv/bin/python benchmarks/calibrate_rerank_gate.py --index /work/idx/mmlb \\
         --dataset ../shared/data/mmlongbench-doc/samples.json --split-file benchmarks/data/mmlb_doc_split.json
 
 For each answerable question with gold pages the pool (rrf, M = 20) and the fused
@@ -10,8 +10,13 @@ above the second). The pair kept is, among those whose Recall@5 and MRR on calib
 are not below the raw pool's, the one whose smaller gain over the pool is largest
 (ties: best F1@5, then the larger margins); none qualifying: never trust the fused
 order. The test split is evaluated only at that pair (and at the raw pool, the
-ungated reranker and the previous single-margin gate, for reference). Writes JSON
-to --out. The shipped pair (``rerank/gate.py``) is reported beside the fitted one.
+ungated reranker and the previous single-margin gate, for reference). The shipped pair
+(``rerank/gate.py``) is reported beside the fitted one. Each setting: Recall@5, MRR, F1@5, mean K
+and the share of questions where the fused order was used. Writes JSON to --out (default
+benchmarks/results/rerank_gate.json, git-ignored).
+
+Recorded (results/calibrate_rerank_gate.json) without --limit, on an index holding every document
+of the samples file.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import write_result  # noqa: E402
 
 MARGINS = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, math.inf]
 PAIRS = [(o, c) for o in MARGINS for c in MARGINS if c >= o]
@@ -34,7 +42,7 @@ def collect(index, records, embedder, pool: str, depth: int) -> list[dict]:
     from trident_local.rerank.fields import field_set
     from trident_local.rerank.fused import fused_scores
     from trident_local.rerank.records import build_records
-    from trident_local.retrieve.router import query_entities
+    from trident_local.text import query_entities
 
     out = []
     for i, r in enumerate(records):
@@ -130,6 +138,16 @@ def main(argv: list[str] | None = None) -> int:
                   f"{s['fused_order_used']:.2f}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1, default=str) + "\n", encoding="utf-8")
+    write_result("calibrate_rerank_gate", result, lambda: {
+        "title": f"Rerank gate fitted on calib: order_margin = {best[0]}, cut_margin = {best[1]} "
+                 f"({args.pool} pool, M = {args.pool_depth}, K = {k})",
+        "columns": ["split", "setting", f"Recall@{k}", "MRR", f"F1@{k}", "mean K", "fused used"],
+        "rows": [[f"{split} ({result[split]['raw pool']['n']})", name, f"{s[r_key]:.3f}", f"{s['mrr']:.3f}",
+                  f"{s[f_key]:.3f}", f"{s['k']:.2f}", f"{s['fused_order_used']:.2f}"]
+                 for split in ("calib", "test") for name, s in result[split].items()],
+        "notes": "",
+    }, args=args, argv=argv, full=not args.limit and not loaded.missing_docs,
+        why_not="--limit, or documents of the samples file missing from the index")
     return 0
 
 

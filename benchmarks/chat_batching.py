@@ -5,16 +5,19 @@ their requests one at a time, as an ask does. Two ways to share one engine:
 
 * ``serial``  - a lock around the engine: one request per engine call (the safe
   way to share a non-thread-safe engine without batching);
-* ``batched`` - :class:`~trident_local.models.batcher.BatchingChat`: whatever is
+* ``batched`` - ``trident_local.models.batcher.BatchingChat``: whatever is
   queued while the engine runs becomes the next batch (what ``trident serve`` uses).
 
 Same requests (the project's page-annotation and rerank prompts), same engine,
 same process, modes interleaved per concurrency level; prefix caching is turned
 off so that a repeated prompt cannot make the later mode look faster. Reports
 requests/s, output tokens/s, per-request latency p50/p95, the mean batch size,
-and the batched/serial throughput ratio; writes a table and JSON.
+and the batched/serial throughput ratio; writes a table and JSON (to --out, a folder,
+git-ignored under results/). Default profile: SmolLM2-135M-Instruct on vLLM, 32 output tokens.
 
     .venv-engine/bin/python benchmarks/chat_batching.py --requests 32 --callers 1,4,16
+
+Recorded (results/chat_batching.json) with at least 32 requests and the default --max-tokens.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "kernels"), str(ROOT / "benchmarks")]
 
-from engine_throughput import pct, requests_for, table  # noqa: E402
+from _results import write_result  # noqa: E402
+from engine_throughput import pct, requests_for, table, table_cells  # noqa: E402
 
 from trident_local.models.batcher import BatchingChat, BatchPolicy  # noqa: E402
 from trident_local.models.protocols import ChatRequest, ChatResult, SamplingParams  # noqa: E402
@@ -126,6 +130,13 @@ def main() -> int:
     (args.out / "chat_batching.json").write_text(json.dumps(result, indent=2))
     print(table(rows))
     print(f"load average {result['load_before']} -> {result['load_after']}; wrote {args.out / 'chat_batching.json'}")
+    write_result("chat_batching", result, lambda: {
+        "title": f"{args.requests} requests per mode and level, profile {args.profile}, {args.max_tokens} output tokens",
+        **table_cells(rows),
+        "notes": f"Load average {result['load_before']} -> {result['load_after']}. ratio_vs_serial: batched / serial "
+                 "requests/s at the same number of callers.",
+    }, args=args, full=args.requests >= 32 and args.max_tokens == ap.get_default("max_tokens"),
+        why_not="fewer than 32 requests or another --max-tokens")
     return 0
 
 

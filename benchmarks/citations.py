@@ -14,7 +14,11 @@ The no-model scorer is calibrated on the "calib" split (30% of the documents, se
 the "test" split (the other documents). Also reported: a window sweep (+-1, +-2, +-5) with the same
 calibration, and, with --tiny N, the plumbing of the model path on N test instances with a tiny random
 Llama (text channel) and a tiny random Qwen2.5-VL (image channel) built by tests/tiny_models.py.
-Outputs go to benchmarks/results/ (git-ignored).
+The instances and the full JSON go to --out (default benchmarks/results/, git-ignored there). The
+published AtomCite numbers (another dataset, paid models) are printed beside ours as context.
+
+Recorded (results/citations.json) with the default --seed, --evidence, --calib-fraction,
+--bootstrap, --windows and --conservative.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _results import write_result  # noqa: E402
 
 # Published AtomCite numbers (DocCite-Syn: 928 injected instances over MP-DocVQA and DUDE pages, paid models),
 # from ../shared/BENCHMARKS.md. Another dataset and other models: context, not a like-for-like comparison.
@@ -52,20 +59,23 @@ def pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:5.1f}"
 
 
-def table(results: dict[str, dict], title: str) -> str:
-    """One row per metric, one "value [95% CI]" column per run, then the published numbers."""
-    names = list(results)
-    head = f"{'metric':<23}" + "".join(f"{n:<26}" for n in names) + "published AtomCite (DocCite-Syn)"
-    lines = [title, head]
+def table_rows(results: dict[str, dict]) -> list[list[str]]:
+    """One row per metric: its name, one "value [95% CI]" cell per run, then the published numbers."""
+    rows = []
     for m in SHOWN:
         cells = []
-        for n in names:
-            r = results[n]
+        for r in results.values():
             ci = r["ci95"].get(m)
             cis = f"[{pct(ci[0]).strip()}-{pct(ci[1]).strip()}]" if ci else ""
-            cells.append(f"{pct(r[m])} {cis}".ljust(26))
-        lines.append(f"{m:<23}" + "".join(cells) + PUBLISHED.get(m, ""))
-    return "\n".join(lines)
+            cells.append(f"{pct(r[m])} {cis}".strip())
+        rows.append([m, *cells, PUBLISHED.get(m, "")])
+    return rows
+
+
+def table(results: dict[str, dict], title: str) -> str:
+    head = f"{'metric':<23}" + "".join(f"{n:<26}" for n in results) + "published AtomCite (DocCite-Syn)"
+    return "\n".join([title, head] + [f"{r[0]:<23}" + "".join(f"{c:<26}" for c in r[1:-1]) + r[-1]
+                                      for r in table_rows(results)])
 
 
 def tiny_plumbing(index, instances, n: int, out_dir: Path) -> dict:
@@ -174,6 +184,18 @@ def main() -> None:
     path = out / f"{stem}.json"
     path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\nwrote {path} ({result['seconds']} s)")
+    changed = [k for k in ("seed", "evidence", "calib_fraction", "bootstrap", "windows", "conservative")
+               if getattr(args, k) != ap.get_default(k)]
+    write_result("citations", result, lambda: {
+        "title": title,
+        "columns": ["metric", "accuracy-calibrated", args.conservative, "published AtomCite (DocCite-Syn)"],
+        "rows": table_rows({"accuracy-calibrated": main_res, args.conservative: cons_res}),
+        "notes": "Percent, [95% bootstrap CI]. Window sweep (same calibration), precision_after / retention / "
+        "coverage / fix_reach / pages judged per item: " + "; ".join(
+            f"+-{w} {pct(r['precision_after']).strip()} / {pct(r['retention']).strip()} / "
+            f"{pct(r['coverage']).strip()} / {pct(r['fix_reach']).strip()} / {r['pages_judged_per_item']:.2f}"
+            for w, r in sweep.items()) + ".",
+    }, args=args, full=not changed, why_not="non-default " + ", ".join(f"--{k.replace('_', '-')}" for k in changed))
 
 
 if __name__ == "__main__":

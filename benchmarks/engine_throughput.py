@@ -1,20 +1,26 @@
-"""Engine throughput: the same annotation and rerank requests through vLLM offline, vLLM's server
-(concurrency sweep) and transformers ``generate``, on one chat profile.
+"""Engine throughput: the same requests through vLLM offline, vLLM's server and transformers.
 
-Requests are the project's own: one page-annotation request per page of the
+The annotation and rerank requests go through vLLM offline, vLLM's server (concurrency sweep)
+and transformers ``generate``, on one chat profile. Requests are the project's own: one page-annotation request per page of the
 sample PDFs and one rerank request per question over those pages' records
 (the prompts and JSON schemas the stages send). Reported per path:
 requests/s, prompt and output tokens/s; for the server also TTFT, TPOT and ITL
 p50/p95 from streamed replies (the metrics of ``vllm bench serve``); ratios
 against transformers from the same run. Writes a table, JSON and a PNG of
-throughput vs concurrency.
+throughput vs concurrency to --out (a folder, git-ignored under results/).
 
-Run with the engine environment's python (vLLM is there):
+Run with the engine environment's python (vLLM is there; about 12 minutes on 2 cores):
 
-    .venv-engine/bin/python benchmarks/engine_throughput.py --requests 8 --concurrency 1,4,16
+    .venv-engine/bin/python benchmarks/engine_throughput.py --requests 16 --concurrency 1,4,16
 
-On a GPU pass a profile with real weights (or one with ``load_format = "dummy"``
-in its [engine_args] and the real config) via ``--profile``.
+The default profile is SmolLM2-135M-Instruct (real weights, ``smollm2-135m-instruct-vllm``).
+Requests/s and output tokens/s can differ in ratio because the paths do not write the same
+replies: vLLM's structured-output decoding stops at the schema's end, transformers' free decoding
+runs on towards each stage's budget. A 135M model on 2 cores says little about a 7B model on a
+GPU: there pass a profile with real weights (or one with ``load_format = "dummy"`` in its
+[engine_args] and the real config) via ``--profile``.
+
+Recorded (results/engine_throughput.json) with every path and at least 8 requests.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "kernels")]
+
+from _results import write_result  # noqa: E402
 
 from trident_local.models.protocols import ChatRequest  # noqa: E402
 
@@ -195,10 +203,16 @@ def start_server(profile: str, port: int) -> subprocess.Popen:
         time.sleep(2)
 
 
-def table(rows: list[dict[str, Any]]) -> str:
+def table_cells(rows: list[dict[str, Any]]) -> dict[str, list]:
+    """Columns (every key, in order of appearance) and rows of cells, as ``table`` prints them."""
     cols = list(dict.fromkeys(k for r in rows for k in r))
-    lines = [" | ".join(cols), " | ".join("---" for _ in cols)]
-    lines += [" | ".join("" if r.get(c) is None else str(r.get(c)) for c in cols) for r in rows]
+    return {"columns": cols, "rows": [["" if r.get(c) is None else str(r.get(c)) for c in cols] for r in rows]}
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    t = table_cells(rows)
+    lines = [" | ".join(t["columns"]), " | ".join("---" for _ in t["columns"])]
+    lines += [" | ".join(r) for r in t["rows"]]
     return "\n".join(lines)
 
 
@@ -279,6 +293,13 @@ def main() -> int:
         plot(rows, args.out / "engine_throughput.png")
     except ImportError:
         print("(matplotlib not installed: no PNG)", file=sys.stderr)
+    write_result("engine_throughput", {"run": info, "rows": rows}, lambda: {
+        "title": f"{args.requests} requests, profile {args.profile}"
+                 + (f", max_tokens {args.max_tokens}" if args.max_tokens else ", each stage's max_tokens"),
+        **table_cells(rows),
+        "notes": "x_transformers_*: ratio to transformers generate (one request at a time) in the same run.",
+    }, args=args, full=args.requests >= 8 and set(paths) >= {"transformers", "offline", "server"},
+        why_not="fewer than 8 requests, or not every path")
     return 0
 
 

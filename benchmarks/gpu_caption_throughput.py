@@ -19,7 +19,10 @@ decode tokens/s = batch x (new_tokens - 1) / decode time. Peak GPU memory too.
     python benchmarks/gpu_caption_throughput.py --tiny          # CPU smoke test, toy config
 
 This is transformers' eager-mode generate, the CPU/portable path of the
-``transformers`` backend; the vLLM engine is the production path on GPUs.
+``transformers`` backend; the vLLM engine is the production path on GPUs. --out (default
+benchmarks/results/gpu_caption_throughput-<arch>-<time>.json, git-ignored) keeps every run.
+
+Recorded (results/gpu_caption_throughput.json) for the 7B architecture on CUDA (not --tiny).
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from typing import Any
 import torch
 
 RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(RESULTS.parent))
+
+from _results import write_result  # noqa: E402
 
 # Qwen/Qwen2.5-VL-7B-Instruct config.json (published architecture numbers).
 QWEN25_VL_7B: dict[str, Any] = {
@@ -343,6 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(asdict(res), indent=2) + "\n")
     print(f"wrote {out}")
+    write_result("gpu_caption_throughput", asdict(res), {
+        "title": f"{res.arch}, batch {res.batch}, {res.new_tokens} new tokens, best of {args.repeats}",
+        "columns": ["measure", "value"],
+        "rows": [list(r) for r in rows],
+        "notes": "",
+    }, args=args, argv=argv, full=not args.tiny and res.device.startswith("cuda"),
+        why_not="--tiny or not on CUDA")
     return 0
 
 

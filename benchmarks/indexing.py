@@ -1,13 +1,15 @@
 """Indexing throughput: `trident index` end to end beside raw PyMuPDF extraction of the same files.
 
-    .venv/bin/python benchmarks/indexing.py [--data ../shared/data/mmlongbench-doc/documents] \
-        [--sets text,scanned] [--ray 1,2] [--out benchmarks/results/indexing.json]
+    .venv/bin/python benchmarks/indexing.py --data ../shared/data/mmlongbench-doc/documents \\
+        --sets text,scanned --ray 1,2
     .venv/bin/python benchmarks/indexing.py --sets large:2000 --no-stages   # a run at scale
     .venv/bin/python benchmarks/indexing.py --sets text --embedders minilm,minilm-int8   # bf16 vs int8
 
-``large:N`` is the first documents of --data by file name until they hold at least N pages
-(text-layer and scanned alike, as a real collection comes; pages without a text layer are
-counted and go through OCR).
+Sets (read in place from --data, the MMLongBench-Doc public subset): ``text``, six text-layer
+PDFs (237 pages: two arXiv papers, a TACL paper, a Pew report, two 10-Ks); ``scanned``, two
+slide decks without a text layer (48 pages, OCR with tesseract); ``large:N``, the first
+documents of --data by file name until they hold at least N pages (text-layer and scanned
+alike, as a real collection comes; pages without a text layer are counted and go through OCR).
 
 For each set of PDFs (read in place) it measures, in one run:
   * raw PyMuPDF: ``page.get_text("dict")`` and plain ``page.get_text()`` over every page, one core;
@@ -19,7 +21,12 @@ For each set of PDFs (read in place) it measures, in one run:
   * a per-stage profile in this process, sequential on one core: start-up (imports + embedder
     load), parse (text blocks, sections; OCR for the scanned set), object detection, dense
     (windows + embedding), writes, and the global pool builds.
-The load average is recorded before and after: the numbers only mean something beside it.
+The load average is recorded before and after: the numbers only mean something beside it. CPU
+seconds are reported because the shared machine's load makes wall time a poor measure of cost.
+To compare two commits, run each from its own checkout with ``PYTHONPATH`` set to it and --data
+pointing at the same folder, alternating.
+
+Recorded (results/indexing.json) unless a ``large:N`` set has N below 2,000.
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ SETS = {
     "scanned": ["b3m5kaeqm2w8n4bwcesw-140602121350-phpapp02_95.pdf",
                 "avalaunchpresentationsthatkickasteriskv3copy-150318114804-conversion-gate01_95.pdf"],
 }
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_result  # noqa: E402
+
 TRIDENT = [sys.executable, "-m", "trident_local.cli"]
 # Runs a command and prints the peak RSS (KiB) of its process tree (children that were waited for).
 _PEAK = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]).returncode; "
@@ -177,7 +187,7 @@ def main() -> None:
     ap.add_argument("--no-stages", action="store_true", help="skip the per-stage profile")
     ap.add_argument("--embedders", default="minilm",
                     help="text embedder profiles to run, in turn on the same files (e.g. minilm,minilm-int8)")
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/indexing.json"))
+    ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = ap.parse_args()
 
     result: dict = {"cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg(), "sets": {}}
@@ -207,14 +217,54 @@ def main() -> None:
         result["sets"][name] = r
         print_set(name, r)
     result["loadavg_at_end"] = os.getloadavg()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2))
     print(f"\nload average at start {fmt_load(result['loadavg_at_start'])}, at end {fmt_load(result['loadavg_at_end'])};"
           f" {result['cpus']} CPUs; JSON: {args.out}")
+    small = [n for n in args.sets.split(",") if n.startswith("large:") and int(n.split(":", 1)[1]) < 2000]
+    write_result("indexing", result, lambda: {
+        "title": "Indexing throughput beside raw PyMuPDF, per set (" + ", ".join(
+            f"{n}: {len(r['files'])} PDFs, {r['raw_pymupdf']['get_text()']['pages']} pages"
+            for n, r in result["sets"].items()) + ")",
+        "columns": ["set", *COLUMNS],
+        "rows": [[n, *c] for n, r in result["sets"].items() for c in set_rows(r)],
+        "notes": " ".join(stage_line(n, r) for n, r in result["sets"].items() if "stages" in r),
+    }, args=args, full=not small, why_not=f"smaller than the recorded configuration ({', '.join(small)})")
 
 
 def fmt_load(load) -> str:
     return "/".join(f"{v:.2f}" for v in load)
+
+
+COLUMNS = ["what", "pages/s", "seconds", "x get_text('dict')", "CPU s", "pages per CPU-s", "peak RSS MB",
+           "load before"]
+
+
+def set_rows(r: dict) -> list[list[str]]:
+    """The printed table of one set, as cells."""
+    rows = []
+    dict_rate = r["raw_pymupdf"]["get_text('dict')"]["pages_per_s"]
+    for what, m in r["raw_pymupdf"].items():
+        rows.append([f"PyMuPDF {what}, 1 core", f"{m['pages_per_s']:.1f}", f"{m['seconds']:.2f}",
+                     f"{m['pages_per_s'] / dict_rate:.3f}", f"{m['cpu_seconds']:.2f}",
+                     f"{m['pages'] / m['cpu_seconds']:.1f}", "", ""])
+    for what, m in r["runs"].items():
+        ray = what.startswith("ray")
+        rows.append([f"trident index, {what}", f"{m['pages_per_s']:.2f}", f"{m['seconds']:.1f}",
+                     f"{m['vs_get_text_dict']:.3f}", "n/a" if ray else f"{m['cpu_seconds']:.1f}",
+                     "n/a" if ray else f"{m['pages_per_cpu_s']:.2f}", "n/a" if ray else f"{m['peak_rss_mb']:.0f}",
+                     fmt_load(m["loadavg_before"])])
+    return rows
+
+
+def stage_line(name: str, r: dict) -> str:
+    s = r["stages"]
+    return (f"Stages of {name} (one process, sequential; {s['pages']} pages, {s['ocr_pages']} OCR, {s['windows']} "
+            f"windows, embedder {s['embedder']}, {s['embedder_runtime']}): "
+            + ", ".join(f"{k} {v:.1f} s ({s['cpu_ms_per_page'][k]:.0f} CPU-ms/page)" for k, v in s["seconds"].items())
+            + f"; {s['pages_per_s_sequential']:.2f} pages/s, {s['windows_per_s']:.1f} windows/s, "
+            f"{s['windows_per_cpu_s']:.1f} windows per CPU-s.")
 
 
 def print_set(name: str, r: dict) -> None:
@@ -222,24 +272,12 @@ def print_set(name: str, r: dict) -> None:
     no_text = r.get("pages_without_text")
     print(f"\n## {name}: {len(r['files'])} PDFs, {pages} pages"
           + (f" ({no_text} without a text layer)" if no_text is not None else "") + "\n")
-    print("| what | pages/s | seconds | x get_text('dict') | CPU s | pages per CPU-s | peak RSS MB | load before |")
-    print("|---|---|---|---|---|---|---|---|")
-    dict_rate = r["raw_pymupdf"]["get_text('dict')"]["pages_per_s"]
-    for what, m in r["raw_pymupdf"].items():
-        print(f"| PyMuPDF {what}, 1 core | {m['pages_per_s']:.1f} | {m['seconds']:.2f} | "
-              f"{m['pages_per_s'] / dict_rate:.3f} | {m['cpu_seconds']:.2f} | {m['pages'] / m['cpu_seconds']:.1f} | | |")
-    for what, m in r["runs"].items():
-        rss = f"{m['peak_rss_mb']:.0f}" if not what.startswith("ray") else "n/a"
-        cpu = f"{m['cpu_seconds']:.1f} | {m['pages_per_cpu_s']:.2f}" if not what.startswith("ray") else "n/a | n/a"
-        print(f"| trident index, {what} | {m['pages_per_s']:.2f} | {m['seconds']:.1f} | {m['vs_get_text_dict']:.3f} | "
-              f"{cpu} | {rss} | {fmt_load(m['loadavg_before'])} |")
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|---" * len(COLUMNS) + "|")
+    for row in set_rows(r):
+        print("| " + " | ".join(row) + " |")
     if "stages" in r:
-        s = r["stages"]
-        print(f"\nstages (one process, sequential; {s['pages']} pages, {s['ocr_pages']} OCR, {s['windows']} windows, "
-              f"embedder {s['embedder']}, {s['embedder_runtime']}): "
-              + ", ".join(f"{k} {v:.1f} s ({s['cpu_ms_per_page'][k]:.0f} CPU-ms/page)" for k, v in s["seconds"].items())
-              + f"; {s['pages_per_s_sequential']:.2f} pages/s, {s['windows_per_s']:.1f} windows/s, "
-              f"{s['windows_per_cpu_s']:.1f} windows per CPU-s")
+        print("\n" + stage_line(name, r))
 
 
 if __name__ == "__main__":

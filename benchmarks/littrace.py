@@ -8,8 +8,11 @@ papers the set does not use as distractors, at --index (default /work/idx/littra
 runs the three rungs (end-to-end, oracle papers, oracle evidence) with the CPU default
 (no chat model: extractive answers) unless --profile names a chat model, prints the
 ladder (all records, then per split: "dev" records shaped the CPU default's
-heuristics, "check" records were written after it was frozen) and writes
-benchmarks/results/littrace.json.
+heuristics, "check" records were written after it was frozen); --out also writes the JSON
+elsewhere. Scores: paper retrieval F1 (canonical ids), evidence grounding precision / recall /
+F1 (typed locators: paper + page + object), answer accuracy by format, and joint success.
+
+Recorded (results/littrace.json) on the default --dataset (not with --verify).
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _results import write_result  # noqa: E402
 
 DOCS = ROOT.parent / "shared" / "data" / "mmlongbench-doc" / "documents"
 DATASET = ROOT / "benchmarks" / "data" / "littrace_dev.json"
@@ -83,7 +89,7 @@ def main() -> int:
     ap.add_argument("--index", type=Path, default=Path("/work/idx/littrace"))
     ap.add_argument("--dataset", type=Path, default=DATASET)
     ap.add_argument("--profile", default="none", help="chat profile ('none' = extractive CPU default)")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "littrace.json")
+    ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     ap.add_argument("--verify", action="store_true", help="only check the gold quotes against the PDFs")
     args = ap.parse_args()
 
@@ -141,9 +147,21 @@ def main() -> int:
         "records": {r: s["records"] for r, s in out["ladder"].items()},
         "predictions": out["predictions"],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+    write_result("littrace", result, lambda: {
+        "title": f"LitTraceQA dev ({len(records)} records), answers: {out['answer_mode']} ({out['model']}); "
+                 f"{secs:.0f} s for all rungs",
+        "columns": ["records", "rung", *(n for _, n in cols)],
+        "rows": [[f"all ({len(records)})", rung, *(f"{s[k]:.3f}" for k, _ in cols)] for rung, s in out["ladder"].items()]
+        + [[f"split {split!r}", rung, *(f"{s[k]:.3f}" for k, _ in cols)]
+           for split, ladder in by_split.items() for rung, s in ladder.items()],
+        "notes": "End-to-end answer accuracy by format: " + ", ".join(
+            f"{k} {v['answer_accuracy']:.3f}" for k, v in e2e["by_format"].items()) + "; evidence recall by type: "
+        + ", ".join(f"{k} {v['matched']}/{v['gold']}" for k, v in e2e["evidence_recall_by_type"].items()) + ".",
+    }, args=args, full=args.dataset.resolve() == DATASET.resolve(), why_not="not the default --dataset")
     return 0
 
 

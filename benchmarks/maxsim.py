@@ -1,9 +1,38 @@
 """MaxSim throughput, peak memory and error: kernels vs colpali-engine vs a plain einsum.
 
+    .venv/bin/python benchmarks/maxsim.py --no-memory --methods ours ours_exact colpali_engine  # ~2 min
+    .venv/bin/python benchmarks/maxsim.py                      # every method, with peak memory
+    OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 .venv/bin/python benchmarks/maxsim.py --no-memory \\
+        --methods ours ours_exact colpali_engine               # one core each: no thread scheduling
+    python benchmarks/maxsim.py --device cuda --pages 1000 10000 --repeats 5 \\
+        --methods ours ours_exact ours_native ours_torch colpali_engine
+
 ColPali-shaped random data (queries 32 x 128, pages 1,030 x 128, unit-norm tokens; each
-query is a noisy copy of tokens from one page so rankings have a real top). All methods
-run in this one process, interleaved, ``--repeats`` times each; the best time counts
-(other jobs share the machine: the minimum is the least disturbed run).
+query is a noisy copy of tokens from one page so rankings have a real top), packed in the
+benchmarked dtype (``--dtypes``, default fp32 bf16 fp16), 16 queries, 1,000 pages. All
+methods run in this one process, interleaved, ``--repeats`` times each; the best time counts
+(other jobs share the machine: the minimum is the least disturbed run); the 1-minute load
+average is read before and after every round of repeats. Methods:
+
+- ``ours``: ``trident_kernels.maxsim``, default ``precision="fp32"`` (fp32 accumulation and
+  output). With AMX-BF16 the fused AMX kernel (``kernels/trident_kernels/amx_maxsim.c``): page
+  tokens split into bf16 parts (fp32: hi*hi + hi*lo + lo*hi, each product within 2^-15 relative
+  of exact; fp16 the same; bf16 one exact term), per-page max taken from the fp32 tiles, runs of
+  pages on one worker thread per core. With AVX512-BF16 but no AMX, ``avx512_maxsim.c``
+  (``vdpbf16ps`` for bf16; fp32 and fp16 pages through a bf16 screen then exact fp32 dots).
+  Without either (or ``TRIDENT_KERNELS_NO_AMX=1``) the blocked torch path. On CUDA the fused
+  Triton kernel (fp32 as 3xTF32);
+- ``ours_exact``: ``precision="exact"``, products exact in fp32;
+- ``ours_native``: ``precision="native"``, 16-bit GEMM, each dot rounded to 16 bits before the max;
+- ``ours_torch``: ``precision="exact", backend="torch"``, the blocked torch path;
+- ``ours_int8``: ``maxsim_int8`` on ``quantize_pages`` output (quantisation not timed; CPU only);
+- ``colpali_engine``: ``BaseVisualRetrieverProcessor.score_multi_vector`` exactly as it batches
+  (128 x 128, zero padding, einsum in the input dtype);
+- ``einsum``: one fp32 einsum per page.
+
+Columns: best seconds, pages/s (all queries together), speedup vs colpali-engine, peak memory
+(MiB) and its ratio to colpali-engine's, max |error| against float64 MaxSim of the same rounded
+inputs, recall@1 and recall@10 of each ranking against that reference.
 
 Peak memory is measured separately, one fresh subprocess per (config, method): the
 subprocess builds the same data, then a thread samples RSS (/proc/self/statm) every
@@ -18,10 +47,11 @@ ends with a device synchronise, and peak memory is ``torch.cuda.max_memory_alloc
 above what was allocated before the call, in this process (the caching allocator's
 statistics are exact, so no subprocess is needed). The int8 path is CPU-only.
 
-    .venv/bin/python benchmarks/maxsim.py --pages 1000 --dtypes fp32 bf16 fp16
-    python benchmarks/maxsim.py --device cuda --pages 1000 10000 --no-memory
+Recorded (results/maxsim.json; results/maxsim_cuda.json with ``--device cuda``) when every
+``--pages`` is at least 1,000 and the data shape is the default one. ``--background B`` makes a
+share B of every page's tokens near-copies of one shared direction (the bf16 screen's worst case)
+and is not recorded.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -41,9 +71,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _results import write_result  # noqa: E402
+
 from trident_kernels import PackedPages, maxsim, maxsim_int8, quantize_pages  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+SHAPE = ("queries", "page_tokens", "query_tokens", "dim", "background")  # recorded only at their defaults
 METHODS = ("ours", "ours_exact", "ours_native", "ours_torch", "ours_int8", "colpali_engine", "einsum")
 
 
@@ -303,23 +336,26 @@ def run_config(args: argparse.Namespace, n_pages: int, dtype: str) -> list[dict]
     return rows
 
 
+COLUMNS = ["pages", "dtype", "method", "best s", "pages/s", "x colpali", "peak MiB", "mem ratio",
+           "max abs err", "R@1", "R@10"]
+
+
+def table_cells(r: dict) -> list[str]:
+    mem, ratio = r["peak_mem_mb"], r.get("memory_ratio_vs_colpali_engine")
+    return [str(r["pages"]), r["dtype"], r["method"], f"{r['seconds_best']:.3f}", f"{r['pages_per_s']:.0f}",
+            f"{r.get('speedup_vs_colpali_engine', float('nan')):.2f}", "-" if mem is None else f"{mem:.1f}",
+            "-" if ratio is None else f"{ratio:.3f}", f"{r['max_abs_err']:.2e}", f"{r['recall@1']:.2f}",
+            f"{r['recall@10']:.2f}"]
+
+
 def print_table(rows: list[dict]) -> None:
-    head = (
-        f"{'pages':>6} {'dtype':>5} {'method':<15} {'best s':>8} {'pages/s':>9} {'x colpali':>9} "
-        f"{'peak MiB':>9} {'mem ratio':>9} {'max|err|':>9} {'R@1':>5} {'R@10':>5}"
-    )
+    widths = [6, 5, -15, 8, 9, 9, 9, 9, 9, 5, 5]  # negative: left-aligned
+    line = lambda cells: " ".join(f"{c:<{-w}}" if w < 0 else f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))  # noqa: E731
+    head = line(COLUMNS)
     print(head)
     print("-" * len(head))
     for r in rows:
-        mem = "-" if r["peak_mem_mb"] is None else f"{r['peak_mem_mb']:.1f}"
-        ratio = r.get("memory_ratio_vs_colpali_engine")
-        print(
-            f"{r['pages']:>6} {r['dtype']:>5} {r['method']:<15} "
-            f"{r['seconds_best']:>8.3f} {r['pages_per_s']:>9.0f} "
-            f"{r.get('speedup_vs_colpali_engine', float('nan')):>9.2f} {mem:>9} "
-            f"{'-' if ratio is None else f'{ratio:.3f}':>9} {r['max_abs_err']:>9.2e} "
-            f"{r['recall@1']:>5.2f} {r['recall@10']:>5.2f}"
-        )
+        print(line(table_cells(r)))
 
 
 def summary(rows: list[dict]) -> dict:
@@ -369,7 +405,7 @@ def main() -> None:
         "--out",
         type=Path,
         default=None,
-        help="JSON report (default benchmarks/results/maxsim.json, maxsim_cuda.json on --device cuda)",
+        help="also write the JSON report here (a recorded run goes to benchmarks/results/maxsim[_cuda].json)",
     )
     parser.add_argument("--probe", choices=METHODS, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -378,10 +414,6 @@ def main() -> None:
         return
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA device")
-    if args.out is None:
-        args.out = Path("benchmarks/results") / (
-            "maxsim_cuda.json" if args.device == "cuda" else "maxsim.json"
-        )
     cpu = platform.processor() or platform.machine()
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu}, "
@@ -419,9 +451,28 @@ def main() -> None:
             else "RSS delta, fresh subprocess per method"
         ),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2))
-    print(f"wrote {args.out}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2))
+        print(f"wrote {args.out}")
+    toy = [f"--{k.replace('_', '-')} {getattr(args, k)}" for k in SHAPE if getattr(args, k) != parser.get_default(k)]
+    toy += [f"--pages {n}" for n in args.pages if n < 1000]
+    write_result(
+        "maxsim_cuda" if args.device == "cuda" else "maxsim",
+        report,
+        lambda: {
+            "title": f"{args.queries} queries x {args.query_tokens} tokens, pages {args.page_tokens} x {args.dim}, "
+            f"{args.device}, {torch.get_num_threads()} torch threads, best of {args.repeats}",
+            "columns": COLUMNS,
+            "rows": [table_cells(r) for r in rows],
+            "notes": "1-min load average during the repeats: "
+            + "; ".join(f"{r['pages']}/{r['dtype']} {min(r['loadavg_1min']):.2f}-{max(r['loadavg_1min']):.2f}"
+                        for r in rows if r["method"] == rows[0]["method"]),
+        },
+        args=report["config"],
+        full=not toy,
+        why_not="smaller or other-shaped than the recorded configuration (" + ", ".join(toy) + ")",
+    )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,13 @@ For each batch size, best of ``--repeats`` after a warm-up:
 
     python benchmarks/page_embedding.py                      # CUDA, the 3B architecture
     python benchmarks/page_embedding.py --tiny --batch-sizes 2 4   # CPU smoke test, toy config
+
+bf16 and sdpa attention on CUDA by default; ``--profile`` prints the top device kernels of one
+forward (after the JSON is written). Between runs on one lent GPU the sequential figure moved
+10-16%: compare batch sizes within a run.
+
+Recorded (results/page_embedding.json) for the 3B architecture on CUDA (not --tiny); --out
+also writes the JSON elsewhere.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "benchmarks"))  # tiny_models: the tokenizer and toy config the tests use
 
+from _results import write_result  # noqa: E402
 from gpu_caption_throughput import QWEN25_VL_7B  # noqa: E402
 from tiny_models import qwen_vl_ids, qwen_vl_tokenizer, tiny_qwen25vl_config  # noqa: E402
 
@@ -208,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tiny", action="store_true", help="toy config (CPU smoke test; timings meaningless)"
     )
-    parser.add_argument("--out", type=Path, default=RESULTS / "page_embedding.json")
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -236,15 +244,15 @@ def main(argv: list[str] | None = None) -> int:
             f"CPU-ms/page, {r['tokens_per_page']:.0f} tokens/page, peak {r['peak_gib'] or float('nan'):.1f} GiB",
             flush=True,
         )
-    head = f"{'batch':>5} {'pages/s':>8} {'sequential':>10} {'forward':>8} {'proc ms/p':>9} {'tok/page':>8} {'peak GiB':>8}"
+    columns = ["batch", "pages/s", "sequential", "forward", "proc ms/p", "tok/page", "peak GiB"]
+    cells = [[str(r["batch"]), f"{r['pages_per_s']:.2f}", f"{r['sequential_pages_per_s']:.2f}",
+              f"{r['forward_pages_per_s']:.2f}", f"{r['processor_cpu_ms_per_page']:.1f}",
+              f"{r['tokens_per_page']:.0f}", "-" if r["peak_gib"] is None else f"{r['peak_gib']:.1f}"] for r in rows]
+    widths = [5, 8, 10, 8, 9, 8, 8]
+    head = " ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True))
     print(head + "\n" + "-" * len(head))
-    for r in rows:
-        peak = "-" if r["peak_gib"] is None else f"{r['peak_gib']:.1f}"
-        print(
-            f"{r['batch']:>5} {r['pages_per_s']:>8.2f} {r['sequential_pages_per_s']:>10.2f} "
-            f"{r['forward_pages_per_s']:>8.2f} {r['processor_cpu_ms_per_page']:>9.1f} "
-            f"{r['tokens_per_page']:>8.0f} {peak:>8}"
-        )
+    for c in cells:
+        print(" ".join(f"{v:>{w}}" for v, w in zip(c, widths, strict=True)))
     report = {
         "rows": rows,
         "device": gpu,
@@ -257,9 +265,19 @@ def main(argv: list[str] | None = None) -> int:
         "torch": torch.__version__,
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2))
-    print(f"wrote {args.out}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2))
+        print(f"wrote {args.out}")
+    write_result("page_embedding", report, {
+        "title": f"{report['model']} on {gpu}, {args.dtype}, attention {report['attn']}, {len(pages)} pages, "
+                 f"best of {args.repeats}",
+        "columns": columns,
+        "rows": cells,
+        "notes": "pages/s: the next batch prepared in a worker thread (the GPU default); sequential: prefetch=False; "
+                 "forward: the model alone on batches processed beforehand; proc ms/p: the processor's CPU-ms a page.",
+    }, args=report["config"], argv=argv, full=not args.tiny and device.startswith("cuda"),
+        why_not="--tiny or not on CUDA")
     if args.profile:  # after the report is written: a profiler failure loses no numbers
         print_profile(emb, pages[: args.batch_sizes[-1]])
     return 0

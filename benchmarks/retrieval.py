@@ -1,20 +1,26 @@
 """Page retrieval on MMLongBench-Doc: bm25 / dense / rrf at K = 5 beside the Trident paper's BGE-M3 row.
 
-    .venv/bin/python benchmarks/retrieval.py --index /path/to/idx [--build] \
-        [--data ../shared/data/mmlongbench-doc] [--out benchmarks/results/retrieval.json]
+    .venv/bin/python benchmarks/retrieval.py --index /work/idx/mmlb --split-file benchmarks/data/mmlb_doc_split.json
+    .venv/bin/python benchmarks/retrieval.py --index IDX --build --data ../shared/data/mmlongbench-doc  # index first
 
-With --build, the documents are indexed first (resumable) and indexing throughput (pages/s) and
-index size are reported. With --split-file (benchmarks/data/mmlb_doc_split.json), each pool is also
-scored on the questions of each split's documents: a setting chosen on "calib" is reported on "test". The paper's numbers are on all 134 documents (830 answerable questions);
+Each pool answers every answerable question with gold pages, per document (pool M = 20):
+Recall, Precision, F1, MRR and nDCG at K = 5, Recall@20 and seconds per query. With --build, the
+documents are indexed first (resumable) and indexing throughput (pages/s) is reported; the index's
+documents, pages and bytes per page always are. With --split-file (benchmarks/data/mmlb_doc_split.json),
+each pool is also scored on the questions of each split's documents: a setting chosen on "calib" is
+reported on "test". The paper's numbers are on all 134 documents (830 answerable questions);
 ours on the public 93-document subset: comparable protocol, not the same sample.
-"""
 
+Recorded (results/retrieval.json) when every document of the samples file is in the index.
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import time
 from pathlib import Path
+
+from _results import write_result
 
 from trident_local.evaluate.mmlongbench import load_samples, resolve_records
 from trident_local.evaluate.retrieval_run import run_retrieval
@@ -23,6 +29,25 @@ from trident_local.index import Index
 PAPER = {"bge-m3 (paper, 134 docs)": {"f1@5": 0.254, "mrr": 0.524, "recall@20": 0.86},
          "colpali (paper, 134 docs)": {"f1@5": 0.332, "mrr": 0.692}}
 KEYS = ["n", "recall@5", "precision@5", "f1@5", "mrr", "ndcg@5", "recall@20"]
+
+
+def result_table(result: dict) -> dict:
+    """The printed table: one row per pool (and split), then the paper's rows."""
+    rows = [[pool] + [str(s[k]) if k == "n" else f"{s.get(k, float('nan')):.3f}" for k in KEYS]
+            for pool, s in result["pools"].items()]
+    rows += [[name] + [f"{s[k]:.3f}" if k in s else "" for k in KEYS] for name, s in PAPER.items()]
+    ix = result["index"]
+    notes = (f"Index: {ix['documents']} documents, {ix['pages']} pages, {ix['bytes'] / 1e6:.1f} MB "
+             f"({ix['bytes_per_page'] / 1e3:.1f} kB/page).")
+    if "indexing" in result:
+        notes += f" Indexing: {result['indexing']['pages_per_s']:.2f} pages/s."
+    spq = {p: s["seconds_per_query"] for p, s in result["pools"].items() if "seconds_per_query" in s}
+    if spq:
+        notes += " Seconds per query: " + ", ".join(f"{p} {v * 1e3:.1f} ms" for p, v in spq.items()) + "."
+    n = result.get("questions", next(iter(result["pools"].values()))["n"])
+    return {"title": f"MMLongBench-Doc (93-doc public subset), {n} answerable questions with gold pages, "
+                     f"K = {result['k']}, pool M = 20",
+            "columns": ["setting", *KEYS], "rows": rows, "notes": notes}
 
 
 def dir_size(path: Path) -> int:
@@ -37,7 +62,7 @@ def main() -> None:
     ap.add_argument("--pools", default="bm25,dense,rrf")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--split-file", type=Path, default=None, help="also score per split of this document split")
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/retrieval.json"))
+    ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = ap.parse_args()
 
     result: dict = {"dataset": "MMLongBench-Doc, public 93-document subset", "k": args.k, "pools": {}}
@@ -69,21 +94,24 @@ def main() -> None:
         for name, recs in splits.items():
             result["pools"][f"{pool} ({name} split)"] = run_retrieval(idx, recs, pool=pool, k=args.k).summary
 
-    print(f"\nMMLongBench-Doc (93-doc public subset), {len(records)} answerable questions with gold pages, "
-          f"K = {args.k}, pool M = 20")
+    result["questions"] = len(records)
+    tab = result_table(result)
+    print(f"\n{tab['title']}")
     print(f"{'setting':28s}" + "".join(f"{k:>13s}" for k in KEYS))
-    for pool, s in result["pools"].items():
-        print(f"{pool:28s}" + "".join(f"{s.get(k, float('nan')):13.3f}" if k != "n" else f"{s[k]:13d}" for k in KEYS))
-    for name, s in PAPER.items():
-        print(f"{name:28s}" + "".join(f"{s[k]:13.3f}" if k in s else f"{'':>13s}" for k in KEYS))
+    for row in tab["rows"]:
+        print(f"{row[0]:28s}" + "".join(f"{v:>13s}" for v in row[1:]))
     ix = result["index"]
     print(f"\nindex: {ix['documents']} documents, {ix['pages']} pages, {ix['bytes'] / 1e6:.1f} MB "
           f"({ix['bytes_per_page'] / 1e3:.1f} kB/page)")
     if "indexing" in result:
         print(f"indexing: {result['indexing']['pages_per_s']:.2f} pages/s")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    print(f"wrote {args.out}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2))
+        print(f"wrote {args.out}")
+    missing = sorted(rep.missing_docs)
+    write_result("retrieval", result, tab, args=args, full=not missing,
+                 why_not=f"{len(missing)} documents of the samples file are not in the index")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,17 @@
 """Load on `trident serve` (loopback only): N clients ask for T seconds while one client uploads PDFs.
 
-    .venv/bin/python benchmarks/service_load.py --clients 1 8 32 --seconds 20 --pdfs 20 \
-        [--out benchmarks/results/service_load.json]
+    .venv/bin/python benchmarks/service_load.py --clients 1 8 32 --seconds 15 --pdfs 20
 
-A fresh index gets the sample PDFs first; then, for each N, N threads ask questions
-(no-model default) in a loop for T seconds while one thread uploads --pdfs small generated
-PDFs and waits for their indexing job. Reported per N: requests, requests/s, p50/p95/p99
+Starts ``trident serve`` on a free loopback port over a fresh index of the sample PDFs
+(no-model default); then, for each N, N threads ask questions in a loop for T seconds while
+one thread uploads its share of --pdfs small generated PDFs and waits for their indexing job. Reported per N: requests, requests/s, p50/p95/p99
 latency, errors (any non-200 answer or transport error), pages indexed during the run; and
 at the end the index is checked: every document listed, every stage done, the pools fresh,
-every uploaded document findable by its unique phrase. Bounded: T <= 120 s, N <= 64, PDFs <= 50.
+every uploaded document findable by its unique phrase (generated 3-page PDFs). Exit status 1 on
+any error or a damaged index. Bounded: T <= 120 s, N <= 64, PDFs <= 50. --out also writes the JSON.
+
+Recorded (results/service_load.json) with at least 32 clients at the last level, T >= 15 s and
+20 PDFs.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ import httpx
 import pymupdf
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _results import write_result  # noqa: E402
+
 QUESTIONS = ["What was Helios Grid's revenue in the Coastal region in 2023?", "Who is the chief executive?",
              "How many customers were served?", "What does sparse page retrieval improve?",
              "Which region grew fastest?", "What risks are named in the report?"]
@@ -183,15 +190,26 @@ def main() -> None:
     load = os.getloadavg()
     result = {"rows": rows, "index_check": check, "pdfs": a.pdfs, "cpus": os.cpu_count(),
               "loadavg_at_end": [round(x, 2) for x in load]}
-    print(f"\n{'clients':>7} {'req':>6} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>6} "
-          f"{'pages indexed':>13}")
-    for r in rows:
-        print(f"{r['clients']:>7} {r['requests']:>6} {r['rps']:>7} {r['p50_ms']:>8} {r['p95_ms']:>8} "
-              f"{r['p99_ms']:>8} {r['errors']:>6} {r['upload'].get('pages', 0):>13}")
+    columns = ["clients", "req", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors", "pages indexed"]
+    cells = [[str(v) for v in (r["clients"], r["requests"], r["rps"], r["p50_ms"], r["p95_ms"], r["p99_ms"],
+                               r["errors"], r["upload"].get("pages", 0))] for r in rows]
+    widths = [7, 6, 7, 8, 8, 8, 6, 13]
+    print("\n" + " ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True)))
+    for c in cells:
+        print(" ".join(f"{v:>{w}}" for v, w in zip(c, widths, strict=True)))
     print(f"index intact: {check['intact']} ({check['documents']} documents; {check})")
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("service_load", result, {
+        "title": f"trident serve, {a.seconds:g} s per level, {a.pdfs} PDFs uploaded and indexed meanwhile",
+        "columns": columns,
+        "rows": cells,
+        "notes": f"Index afterwards: intact {check['intact']}, {check['documents']} documents; unfinished "
+                 f"{len(check['unfinished'])}, stale pools {len(check['stale_pools'])}, uploads not found "
+                 f"{len(check['uploads_not_found'])}.",
+    }, args=a, full=max(a.clients) >= 32 and a.seconds >= 15 and a.pdfs >= 20,
+        why_not="fewer clients, seconds or PDFs than --clients 1 8 32 --seconds 15 --pdfs 20")
     if not check["intact"] or any(r["errors"] for r in rows):
         sys.exit(1)
 

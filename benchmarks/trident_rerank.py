@@ -1,15 +1,22 @@
 """Trident on MMLongBench-Doc: pools x {raw top-K, annotated rerank}, the field ablation, extractive QA.
 
-    .venv/bin/python benchmarks/trident_rerank.py --index /work/idx/mmlb \
+    .venv/bin/python benchmarks/trident_rerank.py --index /work/idx/mmlb \\
         --dataset ../shared/data/mmlongbench-doc/samples.json
 
 Retrieval is per document on the answerable questions with gold pages (pool
 M = 20, K = K_max = 5). Each pool is queried once per question; the raw top-5
 and every rerank configuration score the same pool. The reranker is the
-no-model fused-match one unless --profile names a chat model. Prints tables and
-writes JSON to benchmarks/results/trident_rerank.json (or --out).
-"""
+no-model fused-match one unless --profile names a chat model; the index must be
+annotated (``trident annotate``) for the rerank rows to mean anything. The ablation
+pools (--ablation-pools) also run every field set (caption-only, drop-caption,
+drop-concepts, drop-entities, snippet-only). Unless --skip-qa, the QA run answers
+every question (unanswerable ones included) on --qa-pool without and with the
+rerank. The paper's numbers (paid models, all 134 documents) are printed beside ours.
+--out also writes the JSON elsewhere.
 
+Recorded (results/trident_rerank.json) without --limit, on an index holding every
+document of the samples file.
+"""
 from __future__ import annotations
 
 import argparse
@@ -20,6 +27,9 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import write_result  # noqa: E402
 
 # Published with paid frontier models on all 134 documents (BENCHMARKS.md): (F1@K, MRR).
 PAPER = {
@@ -52,6 +62,36 @@ def available_pools(index, wanted: list[str]) -> tuple[list[str], list[str]]:
     return run, notes
 
 
+def result_table(figures: dict) -> dict:
+    """The retrieval table as printed (raw / full / caption-only per pool), plus the ablation and QA in notes."""
+    k, depth, retrieval = figures["k"], figures["pool_depth"], figures["retrieval"]
+    rows = []
+    for pool, res in retrieval.items():
+        for c in ("raw", "full", "caption-only"):
+            if c not in res:
+                continue
+            s = res[c]
+            paper = PAPER.get((PAPER_POOL.get(pool, ""), c))
+            rows.append([pool, "raw top-5" if c == "raw" else "rerank " + c, f"{s[f'f1@{k}']:.3f}",
+                         f"{s['mrr']:.3f}", f"{s['mean_k']:.2f}", f"{s[f'recall@{depth}']:.3f}",
+                         f"{paper[0]:.3f} / {paper[1]:.3f}" if paper else "-"])
+    ablation = [p for p in retrieval if "drop-caption" in retrieval[p]]
+    notes = []
+    if ablation:
+        notes.append("Field ablation, F1@5 / MRR / mean K (" + ", ".join(ablation) + "): " + "; ".join(
+            f"{c} " + ", ".join(f"{retrieval[p][c][f'f1@{k}']:.3f} / {retrieval[p][c]['mrr']:.3f} / "
+                               f"{retrieval[p][c]['mean_k']:.2f}" for p in ablation)
+            for c in retrieval[ablation[0]] if c not in ("raw", "retrieve_ms_per_query")) + ".")
+    for rerank, s in figures.get("qa", {}).items():
+        notes.append(f"QA, rerank {rerank}: accuracy {s['accuracy']:.3f}, F1 {s['f1']:.3f}, mean K {s['mean_k']:.2f}, "
+                     f"{s['predicted_not_answerable']} predicted not answerable.")
+    notes += [f"Note: {n}" for n in figures.get("notes", [])]
+    return {"title": f"Retrieval at K = {k} (pool M = {depth}), {figures['n_answerable']} answerable questions, "
+                     f"reranker {figures['reranker']}",
+            "columns": ["pool", "setting", f"F1@{k}", "MRR", "mean K", f"R@{depth}", "paper F1 / MRR"],
+            "rows": rows, "notes": " ".join(notes)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--index", required=True)
@@ -64,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="none", help="chat profile for rerank/answers ('none' = no-model)")
     ap.add_argument("--limit", type=int, default=None, help="first N questions only (smoke runs)")
     ap.add_argument("--skip-qa", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "trident_rerank.json"))
+    ap.add_argument("--out", default=None, help="also write the JSON here")
     args = ap.parse_args(argv)
 
     from trident_local.evaluate.mmlongbench import load_samples, resolve_records
@@ -192,29 +232,29 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(f"protocol: {next(iter(qa.values()))['protocol']}")
 
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "dataset": str(args.dataset),
-                "index": str(args.index),
-                "k": k,
-                "pool_depth": args.pool_depth,
-                "reranker": reranker,
-                "n_questions": len(records),
-                "n_answerable": len(answerable),
-                "skipped_bad_pages": [list(x) for x in loaded.bad_pages],
-                "notes": notes,
-                "retrieval": retrieval,
-                "qa": qa,
-                "paper": {f"{p}|{c}": v for (p, c), v in PAPER.items()},
-                "paper_ablation_f1": PAPER_ABLATION_F1,
-            },
-            indent=2,
-        )
-    )
-    print(f"\nwrote {out}")
+    figures = {
+        "dataset": str(args.dataset),
+        "index": str(args.index),
+        "k": k,
+        "pool_depth": args.pool_depth,
+        "reranker": reranker,
+        "n_questions": len(records),
+        "n_answerable": len(answerable),
+        "skipped_bad_pages": [list(x) for x in loaded.bad_pages],
+        "notes": notes,
+        "retrieval": retrieval,
+        "qa": qa,
+        "paper": {f"{p}|{c}": v for (p, c), v in PAPER.items()},
+        "paper_ablation_f1": PAPER_ABLATION_F1,
+    }
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(figures, indent=2))
+        print(f"\nwrote {out}")
+    write_result("trident_rerank", figures, lambda: result_table(figures), args=args, argv=argv,
+                 full=not args.limit and not loaded.missing_docs,
+                 why_not="--limit, or documents of the samples file missing from the index")
     return 0
 
 

@@ -34,3 +34,12 @@ def ray_local():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with an empty process model cache: runtimes made without a cache share it
+    (models/runtime.py, ``default_cache``), and a model one test built is not another test's."""
+    from trident_local.models import runtime
+
+    monkeypatch.setattr(runtime, "_DEFAULT_CACHE", None)

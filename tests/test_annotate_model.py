@@ -22,6 +22,8 @@ from trident_local.index import Index
 from trident_local.models.profiles import build_model
 from trident_local.models.protocols import ChatRequest, ChatResult
 
+pytestmark = pytest.mark.integration
+
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 

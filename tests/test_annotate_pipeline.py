@@ -11,10 +11,10 @@ import pytest
 from trident_local.annotate import STAGE, annotate_index, annotation_stage, has_annotation, load
 from trident_local.annotate.bundles import entity_bundles
 from trident_local.annotate.captions import object_caption
-from trident_local.annotate.entities import loose_match, overlap_score, pattern_entities, rank_entities
-from trident_local.annotate.records import Entity
+from trident_local.annotate.entities import loose_match, overlap_score, rank_entities
 from trident_local.annotate.topics import n_topics, window_size
 from trident_local.index import Index
+from trident_local.text import Entity, pattern_entities
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 

@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 from trident_local.cli import app
 from trident_local.index import Index
 
+pytestmark = pytest.mark.integration
+
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 runner = CliRunner()
 

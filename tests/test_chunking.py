@@ -11,8 +11,8 @@ import pytest
 from trident_local.config import Config
 from trident_local.models.profiles import build_model
 from trident_local.models.protocols import TextEmbedder
-from trident_local.retrieve.chunking import WindowSpec, content_words, token_windows, windows
 from trident_local.store.manifest import Manifest
+from trident_local.windows import WindowSpec, content_words, token_windows, windows
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 

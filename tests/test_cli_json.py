@@ -18,6 +18,8 @@ from typer.testing import CliRunner
 
 from trident_local.cli import app
 
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
 HELIOS = "helios_annual_report_2023"
@@ -110,6 +112,7 @@ NOISY = """
 import os, subprocess, sys
 import typer
 from trident_local.cli.common import cli_command, json_option, write_json
+
 app = typer.Typer()
 
 @app.command()

@@ -18,6 +18,8 @@ from trident_local.generate.evidence_answer import CONFIDENCE
 from trident_local.generate.records import ABSTAINED
 from trident_local.index import Index
 
+pytestmark = pytest.mark.integration
+
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 HELIOS, PAPER = "helios_annual_report_2023.pdf", "sparse_page_retrieval.pdf"
 runner = CliRunner()
@@ -31,10 +33,11 @@ QUESTIONS = [
     ("computed", "How much did Coastal revenue grow from 2022 to 2023?", "20.7", HELIOS, 2),
     ("figure", "Which figure shows recall as the pool grows?", "Figure 2", PAPER, 2),
 ]
-# Found, but below the calibrated confidence: half of these questions' words are not on the page ("value",
-# "equation", "cited"), and the calibration data has no right answer of these kinds to credit the exact
-# structure they were found by (a symbol's assignment, a reference-list entry). They abstain, and the right
-# value is the candidate shown with the evidence.
+# Found, but (today) below the calibrated confidence: half of these questions' words are not on the page
+# ("value", "equation", "cited"), and the calibration data has no right answer of these kinds to credit
+# the exact structure they were found by (a symbol's assignment, a reference-list entry). The right value
+# must be found, as the answer or as the candidate shown beside an abstention; a better-calibrated
+# answerer that answers them outright passes too.
 LOW_CONFIDENCE = [
     ("equation", "What value of k does the reciprocal rank fusion equation use?", "60", PAPER, 1),
     ("citation", "Which reference is cited for reciprocal rank fusion?", "~Cormack", PAPER, 3),
@@ -73,14 +76,16 @@ def test_sample_question(index_dir: Path, kind: str, question: str, expected: st
 
 @pytest.mark.parametrize(("kind", "question", "expected", "file", "page"), LOW_CONFIDENCE,
                          ids=[q[0] for q in LOW_CONFIDENCE])
-def test_low_confidence_questions_abstain_with_the_right_candidate(index_dir: Path, kind: str, question: str,
-                                                                   expected: str, file: str, page: int) -> None:
+def test_low_confidence_questions_find_the_right_value(index_dir: Path, kind: str, question: str,
+                                                       expected: str, file: str, page: int) -> None:
     a = ask(index_dir, question)
-    assert a["text"] == ABSTAINED and a["confidence"] < CONFIDENCE.threshold
+    abstained = a["text"] == ABSTAINED
+    assert abstained == (a["confidence"] < CONFIDENCE.threshold), a  # the gate and the confidence agree
+    found = a["candidate"] if abstained else a["text"]
     if expected.startswith("~"):
-        assert expected[1:] in a["candidate"], a
+        assert expected[1:] in found, a
     else:
-        assert a["candidate"] == expected, a
+        assert found == expected, a
     assert a["support_page"] == page and (a["citations"][0]["file_name"], a["citations"][0]["page"]) == (file, page)
 
 

@@ -12,6 +12,8 @@ from trident_local.cli import app
 from trident_local.config import Config
 from trident_local.index import Index
 
+pytestmark = pytest.mark.integration
+
 FACTS = {
     "north.pdf": [
         ("How many wind turbines does the Northwind farm operate?", "48", "Int",

@@ -28,6 +28,8 @@ from trident_local.evaluate.run_file import (
 )
 from trident_local.index import Index
 
+pytestmark = pytest.mark.integration
+
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 HELIOS, SPARSE = "helios_annual_report_2023.pdf", "sparse_page_retrieval.pdf"
 QUESTIONS = [  # MMLongBench-Doc layout: doc, question, answer, pages, sources, format
@@ -273,6 +275,7 @@ def slow(*args, **kwargs):
     return real(*args, **kwargs)
 a.ask = slow
 from trident_local.cli import app
+
 app(sys.argv[1:])
 """
 

@@ -16,8 +16,10 @@ import psutil
 import pytest
 from pdf_factory import rich_pdf
 
-from trident_local.errors import TridentError
+from trident_local.errors import TridentError, WriterBusy
 from trident_local.index import Index
+
+pytestmark = pytest.mark.integration
 
 TRIDENT = [sys.executable, "-m", "trident_local.cli"]
 
@@ -121,7 +123,7 @@ def test_a_lock_whose_holder_died_does_not_block(tmp_path: Path) -> None:
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(TridentError, match=f"another process \\(pid {holder.pid}\\) is writing"), \
+        with pytest.raises(WriterBusy, match=f"another process \\(pid {holder.pid}\\) is writing"), \
                 store.writer_lock():
             pass
     finally:

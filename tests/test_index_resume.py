@@ -18,6 +18,8 @@ from pdf_factory import corrupt_pdf, rich_pdf, text_pdf
 from trident_local.errors import TridentError
 from trident_local.index import Index
 
+pytestmark = pytest.mark.integration
+
 TRIDENT = [sys.executable, "-m", "trident_local.cli"]
 
 

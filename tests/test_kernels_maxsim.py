@@ -393,7 +393,7 @@ def test_kernel_variant_follows_cpu_flags(monkeypatch, cpu_path):
         ({"avx512_bf16"}, "avx512_bf16"),
         ({"avx2"}, None),
     ]:
-        monkeypatch.setattr(cpu_mod, "cpu_flags", lambda flags=flags: frozenset(flags))
+        monkeypatch.setattr(amx, "cpu_flags", lambda flags=flags: frozenset(flags))
         chosen = amx.variant()
         assert (chosen.name if chosen else None) == want
     monkeypatch.setenv("TRIDENT_KERNELS_NO_AMX", "1")

@@ -234,6 +234,7 @@ def test_default_models_folder_outside_a_checkout(monkeypatch: pytest.MonkeyPatc
     assert models_dir() == tmp_path / "trident" / "models"
 
 
+@pytest.mark.integration  # builds a wheel with pip
 def test_a_built_wheel_finds_its_packaged_profiles(tmp_path: Path) -> None:
     """Build a wheel from a copy of the sources, unpack it, and run `trident models list` from it alone
     (no checkout on the path: `-S` skips the .pth of this venv's editable install)."""

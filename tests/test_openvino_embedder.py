@@ -11,7 +11,8 @@ from trident_local.errors import TridentError
 from trident_local.models.backends import openvino_encoder as ove
 from trident_local.models.profiles import build_model
 
-pytestmark = pytest.mark.skipif(not ove.openvino_available(), reason="openvino is not installed")
+pytestmark = [pytest.mark.integration,  # converts and quantises the model: minutes on 2 cores
+              pytest.mark.skipif(not ove.openvino_available(), reason="openvino is not installed")]
 
 TEXTS = [
     "Helios Grid's revenue in the Coastal region was 95.2 million dollars in 2023.",

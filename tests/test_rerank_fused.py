@@ -11,7 +11,7 @@ from trident_local.errors import TridentError
 from trident_local.index import Index
 from trident_local.rerank import FIELD_SETS, NO_MODEL, rerank_pool
 from trident_local.rerank.fields import field_set
-from trident_local.rerank.fused import adaptive_k
+from trident_local.rerank.gate import adaptive_k
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 

@@ -150,6 +150,22 @@ def _profile_of(backend: str):
     return lambda name: ModelProfile(name=str(name), role="chat", backend=backend, weights="")
 
 
+def test_runtimes_without_a_cache_share_the_process_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No second engine by accident: a runtime made without ``cache`` (a pool opened on a bare store,
+    a verifier's) gets the model another runtime built; one given its own cache builds its own."""
+    from trident_local.config import Config
+    from trident_local.models.runtime import ModelCache, default_cache
+
+    built: list[str] = []
+    monkeypatch.setitem(registry._FACTORIES, ("chat", "slow"), lambda name="x": built.append(name) or object())
+    monkeypatch.setattr("trident_local.models.profiles.load_profile", _profile_of("slow"))
+    a, b = Models(profiles={"chat": "p1"}), Models(Config(chat="p1"))
+    assert a.cache is b.cache is default_cache()
+    assert a.chat is b.chat and built == ["p1"]  # built once, by whichever asked first
+    own = Models(profiles={"chat": "p1"}, cache=ModelCache())
+    assert own.chat is not a.chat and built == ["p1", "p1"]
+
+
 def test_models_injection() -> None:
     fake = CountingChat("fake")
     models = Models(overrides={"chat": fake})
@@ -193,7 +209,7 @@ def test_query_fields() -> None:
     assert q.entities == ["Red Mesa", "2023"] and q.route is None
     assert q.question_type == "short-extractive" and q.answer_type == "numeric"
     assert Query.of(q) is q and Query.of("x").text == "x"
-    from trident_local.retrieve.router import Route
+    from trident_local.query import Route
 
     q.route = Route("entity-level", ["Red Mesa"], "model:m")
     assert q.entities == ["Red Mesa"]  # the route's entities, for pool and reranker alike
@@ -210,7 +226,7 @@ def test_registries_resolve_and_list_names() -> None:
     from trident_local.rerank.fused import FusedReranker
     from trident_local.rerank.model_rerank import ModelReranker
 
-    assert reranker_names() == ["none", "annotated", "fused"]
+    assert reranker_names() == ["none", "annotated", "fused", "auto"]
     assert answer_names() == ["plain", "lenses", "auto", "evidence", "extractive"]
     chat = CountingChat("x")
     assert isinstance(get_reranker("annotated", chat), ModelReranker)

@@ -22,7 +22,10 @@ from trident_local.annotate import STAGE, AnnotateReport, annotate_index, cache,
 from trident_local.errors import TridentError
 from trident_local.index import Index
 from trident_local.rerank import rerank_pool
+from trident_local.scale.ray_annotate import annotate_with_ray
 from trident_local.store.stages import Stage
+
+pytestmark = pytest.mark.integration
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 QUERIES = ["revenue growth in 2023", "sparse retrieval of pages", "solar panel output", "wind turbines"]
@@ -108,7 +111,7 @@ def annotated(built, ray_local) -> tuple[Index, AnnotateReport, Index, AnnotateR
         (idx.store.doc_dir(idx.resolve("wind.pdf")) / "document.json").write_text("{ not json")
         copies.append(idx)
     rep1 = annotate_index(copies[0])
-    rep2 = annotate_index(copies[1], ray="auto", workers=2)
+    rep2 = annotate_with_ray(copies[1], address="auto", workers=2)
     return copies[0], rep1, copies[1], rep2
 
 
@@ -141,7 +144,7 @@ def test_ray_annotate_equals_single_process(annotated) -> None:
             np.allclose([h.score for h in ra.hits], [h.score for h in rb.hits]) and ra.fallback == rb.fallback
         )
 
-    again = annotate_index(Index.open(distributed.store.root), ray="auto", workers=2)
+    again = annotate_with_ray(Index.open(distributed.store.root), address="auto", workers=2)
     assert again.annotated == [] and sorted(again.skipped) == good and [d for d, _ in again.failed] == [bad]
 
 
@@ -324,7 +327,7 @@ def test_ray_flags_without_ray_give_a_clear_error(monkeypatch, tmp_path: Path) -
     idx = Index.create(tmp_path / "ix")
     _block_ray(monkeypatch)
     with pytest.raises(TridentError, match=r"trident-local\[ray\]"):
-        annotate_index(idx, ray="local")
+        annotate_with_ray(idx, address="local")
     with pytest.raises(TridentError, match=r"trident-local\[ray\]"):
         run_qa(idx, [], ray="local")
     with pytest.raises(TridentError, match=r"trident-local\[ray\]"):

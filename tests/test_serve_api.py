@@ -303,3 +303,18 @@ def test_trace_returns_papers_evidence_and_answer(client: TestClient) -> None:
     assert d["mode"] == "extractive"
     bad = client.post("/api/indexes/r/trace", json={"question": "q", "format": "poem"})
     assert bad.status_code == 422 and "format" in bad.json()["error"]
+
+
+def test_ask_options_are_read_from_the_registries(client: TestClient) -> None:
+    from trident_local.rerank.base import _REGISTRY, register_reranker
+
+    q = {"question": "Which region led with 2,900 megawatts?"}
+    assert client.post("/api/indexes/r/ask", json={**q, "rerank": "fused"}).status_code == 200
+    bad = client.post("/api/indexes/r/ask", json={**q, "rerank": "magic"})
+    assert bad.status_code == 400 and "rerankers: none, annotated, fused, auto" in bad.json()["error"]
+    register_reranker("pool-again", "trident_local.rerank.pool_order:PoolOrder")  # a plug-in, added at run time
+    try:
+        r = client.post("/api/indexes/r/ask", json={**q, "rerank": "pool-again"})
+        assert r.status_code == 200 and r.json()["rerank"]["mode"] == "none"
+    finally:
+        _REGISTRY.unregister("pool-again")

@@ -17,6 +17,8 @@ from serve_helpers import build_index, copy_index, uvicorn_thread
 
 from trident_local.serve import Settings, create_app
 
+pytestmark = pytest.mark.integration
+
 
 class OneThreadChat(NotReentrantChat):
     """One engine step of 0.3 s, whatever the batch size (what batching buys); counts instances."""

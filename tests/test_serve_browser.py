@@ -21,8 +21,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="chromium not installed (scripts/setup.sh --dev installs it with apt)")
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="chromium not installed (scripts/setup.sh --dev installs it with apt)")]
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install -e .[dev])")
 
 

@@ -13,6 +13,8 @@ import pytest
 from pdf_factory import text_pdf
 from serve_helpers import free_port, serve_process, wait_job, wait_ready
 
+pytestmark = pytest.mark.integration
+
 
 def _partial_upload(port: int, declared: int = 5_000_000) -> socket.socket:
     """Send the headers and the first bytes of a large multipart upload, then stop sending."""

@@ -21,6 +21,8 @@ from trident_local.errors import IngestError
 from trident_local.serve import Settings, create_app
 from trident_local.serve.gate import Gate
 
+pytestmark = pytest.mark.integration
+
 LOCAL = "http://127.0.0.1"
 
 

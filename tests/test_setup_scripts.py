@@ -5,6 +5,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -26,10 +30,28 @@ def test_enough_disk_goes_on(tmp_path):
     assert run.returncode == 0 and "went-on" in run.stdout and run.stderr == ""
 
 
-def test_both_setup_scripts_check_before_installing():
+def test_both_setup_scripts_stop_on_short_disk_before_installing(tmp_path):
+    """Each script run on a machine whose df reports almost no free space stops with the disk line,
+    and pip is never called (a fake pip on PATH records any call)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "df").write_text("#!/bin/sh\necho 'Filesystem 1024-blocks Used Available'\necho 'disk 1 1 1024'\n")
+    calls = tmp_path / "pip-calls"
+    for tool in ("pip", "python3.11", "python3"):  # a venv's python -m pip, or pip itself, would be recorded
+        (bin_dir / tool).write_text(f"#!/bin/sh\necho \"$0 $*\" >> {calls}\nexit 0\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    work = tmp_path / "work"
+    (work / "scripts").mkdir(parents=True)
+    for name in ("setup.sh", "setup_engine.sh", "disk_check.sh"):
+        (work / "scripts" / name).write_text((ROOT / "scripts" / name).read_text())
+    (work / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
     for name in ("setup.sh", "setup_engine.sh"):
-        text = (ROOT / "scripts" / name).read_text()
-        assert text.index("need_disk ") < text.index("$PIP install")
+        run = subprocess.run(["bash", f"scripts/{name}"], cwd=work, capture_output=True, text=True, timeout=60,
+                             env={"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHON": str(bin_dir / "python3.11"),
+                                  "HOME": str(tmp_path)})
+        assert run.returncode != 0 and "GiB free" in run.stderr, (name, run.stdout, run.stderr)
+        assert not calls.exists() or "install" not in calls.read_text(), calls.read_text()
 
 
 def test_small_tmpdir_moves_pip_temp_files_to_the_project_disk(tmp_path):

@@ -20,6 +20,8 @@ from trident_local.trace import Tracer
 from trident_local.trace.answer import parse_model_answer
 from trident_local.trace.tables import split_merged
 
+pytestmark = pytest.mark.integration
+
 A, B = "2401.01234v2", "10.5555/tests.2021.042"
 
 DATASET = [

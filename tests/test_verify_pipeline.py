@@ -322,7 +322,7 @@ def test_verify_cli(index: Index, tmp_path: Path) -> None:
 
 def test_the_scorer_reuses_dense_vectors_only_of_the_windows_it_was_fitted_on(index: Index) -> None:
     """Its weights were fitted on word windows: an index with token windows gets the scorer's own."""
-    from trident_local.retrieve.chunking import WindowSpec
+    from trident_local.windows import WindowSpec
 
     cfg = index.store.config
     saved = cfg.chunk_tokens, cfg.chunk_drop_stop_words

@@ -15,8 +15,8 @@ from trident_local.errors import ModelOutputError, TridentError
 from trident_local.index import Index
 from trident_local.models.profiles import build_model
 from trident_local.models.protocols import ChatRequest, ChatResult
-from trident_local.query import Query
-from trident_local.retrieve.router import ALPHA, parse_route, route, rule_route
+from trident_local.query import ALPHA, Query
+from trident_local.retrieve.router import parse_route, route, rule_route
 from trident_local.retrieve.xkg import XKGPool
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"

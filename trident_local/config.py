@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from trident_local.retrieve.chunking import WindowSpec
+from trident_local.windows import WindowSpec
 
 DEFAULT_POOLS = ("bm25", "dense")
 
@@ -22,7 +22,7 @@ class Config:
     dpi: int = 144  # page rendering
     chunk_words: int = 160  # dense passages: words per window
     # words between window starts: windows side by side. An overlap of 40 words (stride 120) cost 16%
-    # more windows on the public subset for no retrieval gain (README, "Measured: indexing speed").
+    # more windows on the public subset for no retrieval gain (docs/INDEX.md#dense-passages; benchmarks/README.md).
     # An index keeps the stride it was built with.
     chunk_stride: int = 160
     # dense passages cut by the embedder's tokens instead: windows of at most this many (special
@@ -30,7 +30,7 @@ class Config:
     # what an index written before this field keeps (Config.from_stored).
     chunk_tokens: int = 128
     # dense passages leave English stop words out: 18% fewer windows to embed on the public
-    # subset, retrieval unchanged (README, "Measured: indexing speed"). An index written before
+    # subset, retrieval unchanged (docs/INDEX.md#dense-passages; benchmarks/README.md). An index written before
     # this field embeds every word (Config.from_stored).
     chunk_drop_stop_words: bool = True
     pool_size: int = 20  # M: candidates handed to the reranker

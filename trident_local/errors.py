@@ -23,6 +23,10 @@ class IndexError_(TridentError):
     """The index directory is missing, of another schema version, or inconsistent."""
 
 
+class WriterBusy(TridentError):
+    """Another process (or another writer in this one) holds the index's writer lock."""
+
+
 class ModelNotFoundError(TridentError):
     """A model profile names weights that are not on disk."""
 

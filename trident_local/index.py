@@ -68,13 +68,10 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
             out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() == ".pdf"))
         else:
             out.append(p)
-    seen, unique = set(), []
+    first: dict[Path, Path] = {}
     for p in out:
-        key = p.resolve()
-        if key not in seen:
-            seen.add(key)
-            unique.append(p)
-    return unique
+        first.setdefault(p.resolve(), p)
+    return list(first.values())
 
 
 class Index:

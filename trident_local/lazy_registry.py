@@ -1,8 +1,8 @@
 """A name -> "module:attr" registry whose targets are imported on first use.
 
-Rerankers and answer strategies register here; a target that needs a chat model
-names (``no_model``) the one that stands in for it when a run has none, so
-callers never branch on ``chat is None``.
+Pools, model backends, rerankers, answer strategies and dataset adapters register
+here; a target that needs a chat model names (``no_model``) the one that stands in
+for it when a run has none, so callers never branch on ``chat is None``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ class LazyRegistry:
 
     def names(self) -> list[str]:
         return list(self._targets)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._targets
 
     def register(self, name: str, target: str) -> None:
         """Add ``name`` as a lazy "module:attr" target (a later registration replaces an earlier one)."""

@@ -14,16 +14,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from trident_local.errors import TridentError
 
-if TYPE_CHECKING:
-    from trident_local.retrieve.router import Route
-
 FREE_FORM = "free_form"
+
+# -- the route: how a routing pool (xkg, :mod:`trident_local.retrieve.router`) classed the question --
+QUERY_CLASSES = ("topical", "entity-level", "structural", "mixed")
+RULE_ROUTE = "no-model:cue-rules"  # the route of the cue-word rules (the no-model strategy)
+
+# alpha(class) per axis (T topic, E entity, S structure).
+ALPHA: dict[str, dict[str, float]] = {
+    "topical": {"T": 1.0, "E": 0.2, "S": 0.4},
+    "entity-level": {"T": 0.4, "E": 1.0, "S": 0.2},
+    "structural": {"T": 0.4, "E": 0.2, "S": 1.0},
+    "mixed": {"T": 0.7, "E": 0.7, "S": 0.7},
+}
+
+
+@dataclass
+class Route:
+    query_class: str
+    entities: list[str] = field(default_factory=list)
+    source: str = RULE_ROUTE  # "model:<name>" or the rule name
+    error: str | None = None  # why the model route fell back to rules
+
+    @property
+    def alpha(self) -> dict[str, float]:
+        return ALPHA[self.query_class]
 
 
 @dataclass(eq=False)
@@ -67,7 +88,7 @@ class Query:
     @cached_property
     def rule_entities(self) -> list[str]:
         """Pattern entities and quoted phrases of the question (the no-model route's entities)."""
-        from trident_local.retrieve.router import query_entities
+        from trident_local.text import query_entities
 
         return query_entities(self.text)
 

@@ -1,4 +1,5 @@
-"""Text analysis shared by every stage: words, stop words, stemming, terms, sentences, windows, question cues.
+"""Text analysis shared by every stage: words, stop words, stemming, terms, sentences, windows, question cues,
+rule entities.
 
 One home so that concept naming, the no-model reranker, the extractive answerers,
 the support scorer and the trace answerer agree on what a word, a sentence and a
@@ -16,6 +17,11 @@ Sentences come in two styles: :func:`sentences` (prose, abbreviation-aware,
 white space collapsed) and :func:`page_sentences` (page text: a blank line also
 ends a unit); :func:`sentence_spans` gives character spans for text that must be
 cut and put back together (citation parsing).
+
+Rule entities (:func:`pattern_entities`, :func:`query_entities`) are what the
+no-model strategies know of names, numbers, dates and amounts: annotation tags
+pages with them, the xkg router and the :class:`~trident_local.query.Query`
+read them from the question, the extractive answerers look for them.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -278,6 +285,123 @@ def answer_type(question: str) -> str:
 def expected_type(question: str) -> str:
     """The kind of span an extractive answer looks for: percent, money, count, year, number or text."""
     return _first_cue(question, _EXPECT, "text")
+
+
+# -- rule entities ----------------------------------------------------------------------------------------------------
+# Types: money, percent, date, number, ref (table/figure/section references) and name (capitalized
+# multi-word names and acronyms). The rules favour precision on the things questions ask about:
+# amounts, shares, years and named things.
+@dataclass
+class Entity:
+    """A typed entity on a page. ``type`` is one of name, number, date, money, percent, ref."""
+
+    text: str
+    type: str
+
+    @property
+    def tag(self) -> str:
+        return f"{self.type}:{self.text}"
+
+
+ENTITY_TYPES = ("name", "number", "date", "money", "percent", "ref")
+
+_MONTHS = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|"
+    r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
+_SCALE = r"(?:\s?(?:million|billion|trillion|thousand|bn|mn|[MBK])\b)?"
+_ENTITY_RULES: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "ref",
+        re.compile(
+            r"\b(?:Table|Figure|Fig\.|Chart|Exhibit|Section|Appendix|Slide)\s?[0-9]+[A-Za-z]?(?:\.[0-9]+)*\b"
+        ),
+    ),
+    (
+        "money",
+        re.compile(
+            r"(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?" + _SCALE + r")|(?:\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|"
+            r"dollars|euros|pounds)\b)|(?:\b(?:USD|EUR|GBP|US\$)\s?\d[\d,]*(?:\.\d+)?" + _SCALE + ")"
+        ),
+    ),
+    ("percent", re.compile(r"\b\d+(?:\.\d+)?\s?(?:%|percent\b|per cent\b|pp\b)")),
+    (
+        "date",
+        re.compile(
+            r"\b(?:\d{1,2}\s"
+            + _MONTHS
+            + r",?\s\d{4}|"
+            + _MONTHS
+            + r"\s\d{1,2},?\s\d{4}|"
+            + _MONTHS
+            + r"\s\d{4}|\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|(?:FY|Q[1-4]\s?)?(?:19|20)\d{2}"
+            r"(?:\s?[-–/]\s?(?:19|20)?\d{2})?)\b"
+        ),
+    ),
+    (
+        "number",
+        re.compile(
+            r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w%])|(?<![\w.])\d+\.\d+(?![\w%])|"
+            r"(?<![\w.,])\d{2,}(?![\w%.,])"
+        ),
+    ),
+    (
+        "name",
+        re.compile(
+            r"\b(?:[A-Z][a-zA-Z&'\-]+(?:\s(?:of|and|for|the|de|&)\s|\s)){1,4}[A-Z][a-zA-Z&'\-]+\b|"
+            r"\b[A-Z]{2,6}s?\b|(?<=[a-z,;:]\s)[A-Z][a-z]{2,}(?:'s)?\b"
+        ),
+    ),
+]
+_NAME_STOP = {w.capitalize() for w in STOP_WORDS} | {
+    "Table",
+    "Figure",
+    "Chart",
+    "Page",
+    "Section",
+    "The",
+    "This",
+}
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split()).strip(" .,;:")
+
+
+def pattern_entities(text: str) -> list[Entity]:
+    """All entities the rules find, in order; a span claimed by one rule is not typed again."""
+    claimed: list[tuple[int, int]] = []
+    found: list[tuple[int, Entity]] = []
+    for type_, rx in _ENTITY_RULES:
+        for m in rx.finditer(text):
+            s, e = m.span()
+            if any(s < ce and cs < e for cs, ce in claimed):
+                continue
+            value = _clean(m.group(0))
+            if type_ == "name":
+                value = re.sub(r"^(?:The|A|An|In|On|At|For|Of)\s", "", value)
+            if type_ == "name" and (value in _NAME_STOP or len(value) < 2):
+                continue
+            if type_ == "number" and len(value.replace(",", "").split(".")[0]) < 2 and "." not in value:
+                continue
+            claimed.append((s, e))
+            found.append((s, Entity(value, type_)))
+    found.sort(key=lambda x: x[0])
+    return [e for _, e in found]
+
+
+_QUOTED = re.compile(r"[\"“”']([^\"“”']{2,60})[\"“”']")
+
+
+def query_entities(question: str) -> list[str]:
+    """Pattern entities and quoted phrases of the question, de-duplicated in order."""
+    found = [e.text for e in pattern_entities(question)] + [
+        m.group(1).strip() for m in _QUOTED.finditer(question)
+    ]
+    first: dict[str, str] = {}
+    for e in found:
+        first.setdefault(e.lower(), e)
+    return list(first.values())
 
 
 # -- questions ---------------------------------------------------------------------------------------------------------

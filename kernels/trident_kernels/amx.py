@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from trident_kernels.cpu_features import cpu_flags
+
 HERE = Path(__file__).parent
 HEADER = HERE / "maxsim_convert.h"
 AVX512_FLAGS = ("-O3", "-shared", "-fPIC", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512bf16")
@@ -96,8 +98,6 @@ def build(compiler: str, variant: Variant = VARIANTS[0]) -> Path:
 
 def variant() -> Variant | None:
     """The kernel this CPU runs (AMX first), or None."""
-    from trident_kernels.cpu import cpu_flags
-
     if os.environ.get("TRIDENT_KERNELS_NO_AMX"):
         return None
     flags = cpu_flags()

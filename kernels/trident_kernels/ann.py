@@ -30,10 +30,11 @@ import numpy as np
 import scipy.sparse
 import torch
 
-from trident_kernels.cpu import Precision, cpu_has_fast_bf16
-from trident_kernels.maxsim import score_packed
+from trident_kernels.cpu import Precision
+from trident_kernels.cpu_features import cpu_has_fast_bf16
 from trident_kernels.packed import Array, PackedPages, as_packed, as_tensor
 from trident_kernels.queries import Queries, pack_queries
+from trident_kernels.scoring import score_packed
 
 FORMAT = "kernels.TokenIVF"
 VERSION = 1

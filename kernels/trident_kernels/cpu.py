@@ -16,13 +16,11 @@ token matrix, never padded.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -30,6 +28,7 @@ import torch
 
 from trident_kernels import amx
 from trident_kernels.blocks import block_tokens_for, plan_blocks, segment_max, sum_query_rows
+from trident_kernels.cpu_features import cpu_has_fast_bf16
 from trident_kernels.packed import PackedPages, as_tensor, gather_tokens
 from trident_kernels.queries import PackedQueries
 
@@ -40,19 +39,6 @@ SPLIT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # Query tokens per GEMM: enough rows to keep the GEMM efficient, few enough that the
 # [block_tokens, rows] tile stays cache-sized.
 MAX_QUERY_ROWS = 1024
-
-
-@functools.cache
-def cpu_flags() -> frozenset[str]:
-    try:
-        return frozenset(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return frozenset()
-
-
-def cpu_has_fast_bf16() -> bool:
-    """True when this CPU multiplies bf16 natively (AMX or AVX512-BF16), per /proc/cpuinfo."""
-    return "amx_bf16" in cpu_flags() or "avx512_bf16" in cpu_flags()
 
 
 def compute_dtype(page_dtype: torch.dtype, query_dtype: torch.dtype, precision: Precision) -> torch.dtype:

@@ -17,9 +17,9 @@ import torch
 
 from trident_kernels.blocks import block_tokens_for, plan_blocks, segment_max, sum_query_rows
 from trident_kernels.cpu import MAX_QUERY_ROWS, columns
-from trident_kernels.maxsim import PageIndices, resolve_page_ids
 from trident_kernels.packed import Array, PackedPages, as_packed, as_tensor, gather_tokens
 from trident_kernels.queries import Queries, pack_queries
+from trident_kernels.scoring import PageIndices, resolve_page_ids
 
 QMAX = 127.0
 SCALES_FILE = "scales.npy"

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 import torch
 
 from trident_kernels.cpu import Precision
-from trident_kernels.maxsim import Backend, PageIndices, resolve_page_ids, score_packed
 from trident_kernels.packed import Array, PackedPages, as_packed
 from trident_kernels.queries import PackedQueries, Queries, pack_queries
+from trident_kernels.scoring import Backend, PageIndices, resolve_page_ids, score_packed
 
 
 def merge_topk(

@@ -6,7 +6,7 @@ products into a running per-token max, so the ``[query tokens x page tokens]`` m
 never reaches HBM. Pages are read through the packed offsets (and an optional list of
 page ids), so subsets and ragged pages cost nothing extra.
 
-Importing this module imports triton; :mod:`trident_kernels.maxsim` does so lazily. Under
+Importing this module imports triton; :mod:`trident_kernels.scoring` does so lazily. Under
 ``TRITON_INTERPRET=1`` the same kernel runs on CPU tensors (the tests use that).
 """
 

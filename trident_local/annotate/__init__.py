@@ -8,16 +8,17 @@ annotate_index(index)                                # or later, resumable per d
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from trident_local.annotate.cache import STAGE, LoadedAnnotation, has_annotation, load
 from trident_local.store.stages import Stage, StageRunner, guarded
 
 if TYPE_CHECKING:
+    from trident_local.config import Config
     from trident_local.docs.model import Document
-    from trident_local.index import Index
+    from trident_local.models.runtime import Models
     from trident_local.store.index_store import IndexStore
 
 __all__ = [
@@ -32,10 +33,18 @@ __all__ = [
 ]
 
 
+class IndexView(Protocol):
+    """What annotation reads of an index (:class:`trident_local.index.Index`, which sits above it)."""
+
+    store: IndexStore
+    models: Models
+    config: Config
+
+
 class _Annotator:
     """The per-document stage: takes its models from the index's runtime, then annotates and saves one document."""
 
-    def __init__(self, index: Index, profile: str | None = None):
+    def __init__(self, index: IndexView, profile: str | None = None):
         self.index = index
         self.profile = profile if profile is not None else index.models.profile_name("chat")
         self.calls: dict[str, dict] = {}  # doc_id -> model call counters (requests, repairs, length cuts)
@@ -76,7 +85,7 @@ class _Annotator:
         )
 
 
-def annotation_stage(index: Index, profile: str | None = None) -> Stage:
+def annotation_stage(index: IndexView, profile: str | None = None) -> Stage:
     """The annotation stage: append to ``Index.doc_stages``; the index marks it per document."""
     annotator = _Annotator(index, profile)
     return Stage(STAGE, annotator, annotator.up_to_date)
@@ -92,38 +101,38 @@ class AnnotateReport:
     calls: dict[str, dict] = field(default_factory=dict)  # doc_id -> model call counters
 
 
+# (doc_id, error or "", seconds, model call counters or None) of one annotated document
+DocResult = tuple[str, str, float, dict | None]
+# Annotates the planned documents (the annotation stage, the documents' ids) and yields their results;
+# the default runs them here, one after another (`trident annotate --ray`: scale.ray_annotate)
+AnnotateDocs = Callable[[Stage, list[str]], Iterable[DocResult]]
+
+
 def annotate_index(
-    index: Index,
+    index: IndexView,
     *,
     profile: str | None = None,
     force: bool = False,
     docs: list[str] | None = None,
     on_doc: Callable[[str, int, float], None] | None = None,
-    ray: str | None = None,
-    workers: int = 2,
+    annotate_docs: AnnotateDocs | None = None,
 ) -> AnnotateReport:
     """Annotate every ingested document that is not annotated yet (all with ``force``); resumable.
 
-    ``ray``: a Ray address (or "local") to annotate the documents on Ray actors that hold the
-    models (``workers`` CPU actors, or one per GPU for a GPU chat model); this process plans,
-    marks each finished document in the manifest and holds the writer lock throughout.
+    ``annotate_docs``: what annotates the planned documents (default: this process, one by one;
+    :func:`trident_local.scale.ray_annotate.annotate_with_ray` passes Ray actors); this process
+    plans, marks each finished document in the manifest and holds the writer lock throughout.
     """
-    if ray is not None:
-        from trident_local.scale.ray_runtime import import_ray
-
-        import_ray()  # without the extra: a clear error before anything is done
     store = index.store
     stage = annotation_stage(index, profile)
     t0 = time.perf_counter()
     rep = AnnotateReport([], [], [])
     with store.writer_lock():
         todo = _plan(store, StageRunner(store, [stage]), stage, docs, force, rep)
-        if ray is None:
-            results = _annotate_here(store, stage, todo)
+        if annotate_docs is None:
+            results: Iterable[DocResult] = _annotate_here(store, stage, todo)
         else:
-            from trident_local.scale.ray_annotate import annotate_on_ray
-
-            results = annotate_on_ray(index, todo, profile=stage.run.profile, address=ray, workers=workers)
+            results = annotate_docs(stage, todo)
         for doc_id, error, seconds, calls in results:
             if error:
                 rep.failed.append((doc_id, error))
@@ -138,10 +147,6 @@ def annotate_index(
                 on_doc(doc_id, n_pages, seconds)
     rep.seconds = time.perf_counter() - t0
     return rep
-
-
-# (doc_id, error or "", seconds, model call counters or None) of one annotated document
-DocResult = tuple[str, str, float, dict | None]
 
 
 def _plan(

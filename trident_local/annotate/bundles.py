@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trident_local.annotate.entities import normalize
-from trident_local.annotate.records import Entity
+from trident_local.text import Entity
 
 MAX_ENTITIES = 2000  # per document; the most frequent are kept
 MAX_PAGE_SHARE = 0.5

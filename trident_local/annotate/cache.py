@@ -16,8 +16,8 @@ import numpy as np
 
 from trident_local.annotate.pipeline import AnnotationResult
 from trident_local.annotate.records import ANNOTATION_VERSION, DocAnnotation
+from trident_local.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.errors import TridentError
-from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.store.index_store import IndexStore
 
 STAGE = "annotate"

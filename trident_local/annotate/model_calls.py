@@ -13,13 +13,13 @@ from pathlib import Path
 
 from trident_local.annotate import prompts
 from trident_local.annotate.captions import cut_words
-from trident_local.annotate.records import Entity
 from trident_local.docs.model import Document, Page
 from trident_local.errors import ModelOutputError
 from trident_local.models import structured
 from trident_local.models.budget import Fit, budget_of, char_caps, fit, reply_token_bound
 from trident_local.models.protocols import ChatModel, ChatRequest, ImagePart, Message, SamplingParams
 from trident_local.models.structured import CallStats
+from trident_local.text import Entity
 
 __all__ = ["CallStats", "NameItem", "PageModelOutput", "annotate_pages", "name_concepts"]
 

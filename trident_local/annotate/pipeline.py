@@ -18,13 +18,14 @@ import numpy as np
 
 from trident_local.annotate.bundles import entity_bundles
 from trident_local.annotate.captions import object_caption
-from trident_local.annotate.entities import pattern_entities, rank_entities
+from trident_local.annotate.entities import rank_entities
 from trident_local.annotate.model_calls import CallStats, NameItem, annotate_pages, name_concepts
-from trident_local.annotate.records import FIELD_NAMES, Concept, DocAnnotation, Entity, PageRecord
+from trident_local.annotate.records import FIELD_NAMES, Concept, DocAnnotation, PageRecord
 from trident_local.annotate.structure import leaf_sections, section_weights
 from trident_local.annotate.topics import cluster_topics, page_windows, window_size
 from trident_local.docs.model import Document
 from trident_local.models.protocols import ChatModel, TextEmbedder
+from trident_local.text import Entity, pattern_entities
 
 SNIPPET_CHARS = 600
 NO_MODEL = {

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
-from trident_local.annotate.entities import ENTITY_TYPES
+from trident_local.text import ENTITY_TYPES
 
 PAGE_TEXT_CHARS = 2500
 

@@ -10,21 +10,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trident_local.text import Entity
+
 ANNOTATION_VERSION = 1
 CONCEPT_KINDS = ("T", "E", "S")  # topic, entity bundle, structural section
 FIELD_NAMES = ("visual", "section", "entities", "text")  # per-page field vectors, in this row order
-
-
-@dataclass
-class Entity:
-    """A typed entity on a page. ``type`` is one of name, number, date, money, percent, ref."""
-
-    text: str
-    type: str
-
-    @property
-    def tag(self) -> str:
-        return f"{self.type}:{self.text}"
 
 
 @dataclass

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from trident_local.docs.model import Document
-from trident_local.retrieve.chunking import windows
 from trident_local.text import term_pairs, top_terms
+from trident_local.windows import windows
 
 MAX_WINDOW_TOKENS = 512
 WORDS_PER_TOKEN = 1 / 1.3  # English text: about 1.3 word pieces per word

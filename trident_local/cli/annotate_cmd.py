@@ -60,15 +60,13 @@ def annotate(
                 description=idx.store.manifest.documents[doc_id].file_name[:40],
             )
 
-        rep = annotate_index(
-            idx,
-            profile=profile,
-            force=force,
-            docs=targets if doc else None,
-            on_doc=on_doc,
-            ray=ray,
-            workers=workers,
-        )
+        options = {"profile": profile, "force": force, "docs": targets if doc else None, "on_doc": on_doc}
+        if ray is not None:
+            from trident_local.scale.ray_annotate import annotate_with_ray
+
+            rep = annotate_with_ray(idx, address=ray, workers=workers, **options)
+        else:
+            rep = annotate_index(idx, **options)
     if "xkg" in idx.config.pools or idx.store.manifest.pools.get("xkg"):
         idx.build_pools()
     for doc_id, err in rep.failed:

@@ -30,14 +30,15 @@ def ask(
     pool: PoolName = typer.Option("rrf", help="Candidate pool."),
     rerank: RerankerName = typer.Option(
         "annotated",
-        help="none (pool top-K) | annotated (records + adaptive K; the fused match without a model) | fused.",
+        help="none (pool top-K) | annotated (records + adaptive K; the fused match without a model) | fused | "
+        "auto (annotated where the candidates' documents are annotated, else none).",
     ),
     fields: FieldSet = typer.Option("full", help="Record fields for rerank."),
     answer: AnswerName = typer.Option(
-        "auto", help="Answer strategy (auto = format gate; without a model every strategy is extractive)."
+        "auto", help="Answer strategy (auto = format gate; without a model every strategy is evidence-first)."
     ),
     profile: str = typer.Option(
-        None, help="Chat/VLM profile (default: the index's; 'none' = no-model, extractive answers)."
+        None, help="Chat/VLM profile (default: the index's; 'none' = no-model, evidence-first answers)."
     ),
     k_max: int = typer.Option(
         None, "--k-max", min=1, help="Most pages to cite (default: the index's k_max)."

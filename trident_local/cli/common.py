@@ -68,7 +68,7 @@ def write_json(path: str | Path | None, data: Any) -> None:
             sys.stdout.write(text)
             sys.stdout.flush()
         return
-    from trident_local.store.atomic import atomic_write_text
+    from trident_local.atomic import atomic_write_text
 
     atomic_write_text(Path(path), text)
 

@@ -122,7 +122,7 @@ def run(
     if outcomes:
         import json
 
-        from trident_local.store.atomic import atomic_write_text
+        from trident_local.atomic import atomic_write_text
 
         atomic_write_text(outcomes, "".join(json.dumps(o, ensure_ascii=False) + "\n" for o in res["outcomes"]))
     write_json(json_out, res)

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from pathlib import Path
 
 import typer
-from rich.progress import Progress
 from rich.table import Table
 
 from trident_local.cli.common import (
     cli_command,
     console,
-    err_console,
     json_option,
     load_benchmark,
     write_json,
 )
 from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, RAY, WORKERS, DatasetAdapter
-from trident_local.cli.eval_run_file import FRESH, base_settings, open_run, report_reused, run_option
+from trident_local.cli.eval_run_file import (
+    FRESH,
+    base_settings,
+    run_option,
+    run_resumable,
+    skipped_and_resumed,
+)
 from trident_local.models.runtime import runtime_report
 
 
@@ -82,21 +85,8 @@ def qa(
         "split_file_sha256": file_sha256(split_file) if split_file is not None else None,
         "split": split if split_file is not None else None,
     }
-    run = open_run(run_out, settings, QARow, fresh=fresh)
-    with run or nullcontext(), Progress(console=err_console, transient=True) as progress:
-        task = progress.add_task("qa", total=len(records), completed=report_reused(run, records))
-        report = run_qa(
-            idx,
-            records,
-            options,
-            done=run.rows if run else None,
-            on_rows=run.append if run else None,
-            on_step=lambda: progress.advance(task),
-            ray=ray,
-            workers=workers,
-        )
-        if run:
-            run.finish(report.rows)
+    report = run_resumable(run_out, settings, QARow, fresh=fresh, records=records, label="qa",
+                           run=lambda **resume: run_qa(idx, records, options, ray=ray, workers=workers, **resume))
     s = report.summary
     table = Table(
         title=f"QA on {dataset.name}: {s['n']} questions ({pool}, rerank {rerank}, answer "
@@ -132,9 +122,7 @@ def qa(
             "split": f"{split_file}:{split}" if split_file is not None else "all",
             "profile": chat_name,
             **s,
-            "resumed": report.resumed,
-            "skipped_bad_pages": len(rep.bad_pages),
-            "skipped_missing_docs": sum(rep.missing_docs.values()),
+            **skipped_and_resumed(rep, report),
             "runtime": runtime_report()
             if not report.workers_runtime
             else {**runtime_report(), "workers": report.workers_runtime},

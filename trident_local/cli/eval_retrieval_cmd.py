@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from pathlib import Path
 
 import typer
-from rich.progress import Progress
 from rich.table import Table
 
 from trident_local.cli.common import (
@@ -18,7 +16,13 @@ from trident_local.cli.common import (
     write_json,
 )
 from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, RAY, WORKERS, DatasetAdapter
-from trident_local.cli.eval_run_file import FRESH, base_settings, open_run, report_reused, run_option
+from trident_local.cli.eval_run_file import (
+    FRESH,
+    base_settings,
+    run_option,
+    run_resumable,
+    skipped_and_resumed,
+)
 
 
 @cli_command
@@ -92,37 +96,15 @@ def retrieval(
         "fields": fields if rerank == "annotated" else None,
         "limit": limit,
     }
-    run = open_run(run_out, settings, RunRow, fresh=fresh)
-    resume = {"done": run.rows if run else None, "on_rows": run.append if run else None}
 
-    with run or nullcontext(), Progress(console=err_console, transient=True) as progress:
-        task = progress.add_task(f"{pool}", total=len(records), completed=report_reused(run, records))
+    def run(**resume):
         if ray:
-            report = run_retrieval_on_ray(
-                idx,
-                records,
-                pool=pool,
-                k=k,
-                pool_depth=pool_depth,
-                fields=fields if rerank == "annotated" else None,
-                address=ray,
-                workers=workers,
-                on_step=lambda: progress.advance(task),
-                **resume,
-            )
-        else:
-            report = run_retrieval(
-                idx,
-                records,
-                pool=pool,
-                k=k,
-                pool_depth=pool_depth,
-                rerank=reranker,
-                on_step=lambda: progress.advance(task),
-                **resume,
-            )
-        if run:
-            run.finish(report.rows)
+            return run_retrieval_on_ray(idx, records, pool=pool, k=k, pool_depth=pool_depth,
+                                        fields=fields if rerank == "annotated" else None,
+                                        address=ray, workers=workers, **resume)
+        return run_retrieval(idx, records, pool=pool, k=k, pool_depth=pool_depth, rerank=reranker, **resume)
+
+    report = run_resumable(run_out, settings, RunRow, fresh=fresh, records=records, label=f"{pool}", run=run)
     s = report.summary
     title = f"{pool}" + (f" + annotated rerank ({fields})" if rerank == "annotated" else "")
     table = Table(title=f"{title} on {dataset.name}: {s['n']} answerable questions")
@@ -141,9 +123,7 @@ def retrieval(
             "dataset": str(dataset),
             **s,
             **extra,
-            "resumed": report.resumed,
-            "skipped_bad_pages": len(rep.bad_pages),
-            "skipped_missing_docs": sum(rep.missing_docs.values()),
+            **skipped_and_resumed(rep, report),
         },
     )
 

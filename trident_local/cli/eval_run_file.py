@@ -1,13 +1,15 @@
 """`--run FILE` and `--fresh` of `trident eval qa|retrieval`: the resumable run file, its settings,
-and a line saying how many questions an earlier run already answered."""
+a line saying how many questions an earlier run already answered, and the run with its progress bar."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich.progress import Progress
 
 from trident_local.cli.common import err_console
 from trident_local.errors import TridentError
@@ -66,3 +68,28 @@ def report_reused(run: RunFile | None, records: Sequence[Any]) -> int:
             highlight=False,
         )
     return n
+
+
+def run_resumable(path: Path | None, settings: dict[str, Any], row_type: type[R], *, fresh: bool,
+                  records: Sequence[Any], label: str, run: Callable[..., Any]) -> Any:
+    """``run(done=, on_rows=, on_step=)``'s report over ``records``, under a progress bar: the rows the
+    --run file already holds are ``done``, each new row is appended, and the file is finished with
+    the report's rows (without --run, ``done`` and ``on_rows`` are None)."""
+    rows = open_run(path, settings, row_type, fresh=fresh)
+    with rows or nullcontext(), Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task(label, total=len(records), completed=report_reused(rows, records))
+        report = run(done=rows.rows if rows else None, on_rows=rows.append if rows else None,
+                     on_step=lambda: progress.advance(task))
+        if rows:
+            rows.finish(report.rows)
+    return report
+
+
+def skipped_and_resumed(benchmark: Any, report: Any) -> dict[str, Any]:
+    """The summary's counts of questions resumed from the --run file and of records the dataset
+    adapter skipped (bad page numbers, documents not in the index)."""
+    return {
+        "resumed": report.resumed,
+        "skipped_bad_pages": len(benchmark.bad_pages),
+        "skipped_missing_docs": sum(benchmark.missing_docs.values()),
+    }

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trident_local.atomic import atomic_write_bytes
 from trident_local.docs.pdf_open import open_pdf
 from trident_local.errors import TridentError
-from trident_local.store.atomic import atomic_write_bytes
 
 DEFAULT_DPI = 144
 # A Letter page at 144 dpi is 1.9 Mpx; a poster or a 20,000 pt page is drawn at a lower dpi

@@ -346,7 +346,7 @@ def build_from_index(
 
 def write_instances(path: str | Path, instances: Sequence[Instance], summary: BuildSummary) -> Path:
     """Write INSTANCES.jsonl and its summary next to it (INSTANCES.meta.json); returns the summary path."""
-    from trident_local.store.atomic import atomic_write_text
+    from trident_local.atomic import atomic_write_text
 
     path = Path(path)
     atomic_write_text(path, "".join(json.dumps(i.to_dict(), ensure_ascii=False) + "\n" for i in instances))

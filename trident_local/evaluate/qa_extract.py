@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from trident_local.errors import ModelOutputError
 from trident_local.generate.records import is_not_answerable
-from trident_local.models.protocols import ChatModel, ChatRequest, Message
-from trident_local.models.structured import parse_json_text, reply_params
+from trident_local.models.protocols import ChatModel, ChatRequest
+from trident_local.models.structured import parse_json_text, schema_request
 
 NOT_ANSWERABLE = "Not answerable"
 FORMATS = ("Integer", "Float", "String", "List", "None")
@@ -62,12 +62,7 @@ def _to_text(value: object) -> str:
 
 
 def extraction_request(question: str, reply: str) -> ChatRequest:
-    return ChatRequest(
-        messages=[Message("system", SYSTEM), Message("user", f"Question: {question}\nReply: {reply}")],
-        params=reply_params(SCHEMA),
-        json_schema=SCHEMA,
-        tag="qa-extract",
-    )
+    return schema_request(SYSTEM, f"Question: {question}\nReply: {reply}", SCHEMA, "qa-extract")
 
 
 def parse_extraction(text: str) -> Extraction:

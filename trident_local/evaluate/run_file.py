@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from trident_local.atomic import atomic_write_json, atomic_write_text, read_json
 from trident_local.errors import TridentError
-from trident_local.store.atomic import atomic_write_json, atomic_write_text, read_json
 
 SETTINGS_SUFFIX = ".settings.json"
 

@@ -121,6 +121,6 @@ def read_predictions(path: str | Path) -> list[dict[str, Any]]:
 
 
 def write_predictions(path: str | Path, preds: Sequence[Mapping[str, Any]]) -> None:
-    from trident_local.store.atomic import atomic_write_text
+    from trident_local.atomic import atomic_write_text
 
     atomic_write_text(Path(path), "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in preds))

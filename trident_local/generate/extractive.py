@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from trident_local.annotate.entities import pattern_entities
 from trident_local.docs.model import Page
 from trident_local.generate.records import EXTRACTIVE, NOT_ANSWERABLE, Answer
 from trident_local.models.protocols import ChatModel, TextEmbedder
@@ -30,7 +29,14 @@ if TYPE_CHECKING:
     from trident_local.index import Index
     from trident_local.rerank.records import CandidateRecord
     from trident_local.retrieve.base import Hit
-from trident_local.text import expected_type, idf_table, page_sentences, terms, weighted_overlap
+from trident_local.text import (
+    expected_type,
+    idf_table,
+    page_sentences,
+    pattern_entities,
+    terms,
+    weighted_overlap,
+)
 
 W_LEX, W_COS, W_RANK = 0.6, 0.4, 0.05
 MIN_SUPPORT = 0.3  # fused score below which the pages are taken not to hold the answer

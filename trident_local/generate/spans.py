@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trident_local.annotate.entities import pattern_entities
+from trident_local.text import pattern_entities
 
 KINDS = ("citation", "ref", "percent", "money", "count", "year", "date", "number", "name", "text")
 

@@ -6,25 +6,37 @@ optional dependency is missing raises a clear error naming what to install.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
 from trident_local.errors import TridentError
+from trident_local.lazy_registry import LazyRegistry
 
 ROLES = ("chat", "embedder", "sparse", "multivector", "ocr")
 
-# (role, backend name) -> "module:attribute" of a factory taking (**options).
-_LAZY: dict[tuple[str, str], str] = {
-    ("chat", "vllm"): "trident_local.models.backends.vllm_chat:VLLMChat",
-    ("chat", "openai"): "trident_local.models.backends.openai_chat:OpenAIChat",
-    ("chat", "transformers"): "trident_local.models.backends.hf_chat:TransformersChat",
-    ("embedder", "sentence-transformers"): "trident_local.models.backends.st_embedder:SentenceTransformerEmbedder",
-    ("embedder", "bge-m3"): "trident_local.models.backends.bge_m3:BGEM3Encoder",
-    ("sparse", "bge-m3"): "trident_local.models.backends.bge_m3:BGEM3Encoder",
-    ("multivector", "colpali"): "trident_local.models.backends.colpali_embedder:ColPaliEmbedder",
-    ("ocr", "tesseract"): "trident_local.models.backends.tesseract_ocr:TesseractOCR",
+
+def _backends(role: str, targets: dict[str, str]) -> LazyRegistry:
+    return LazyRegistry(f"{role} backend", f"{role} backends", targets)
+
+
+# role -> backend name -> "module:attribute" of a factory taking (**options).
+_LAZY: dict[str, LazyRegistry] = {
+    "chat": _backends("chat", {
+        "vllm": "trident_local.models.backends.vllm_chat:VLLMChat",
+        "openai": "trident_local.models.backends.openai_chat:OpenAIChat",
+        "transformers": "trident_local.models.backends.hf_chat:TransformersChat",
+    }),
+    "embedder": _backends("embedder", {
+        "sentence-transformers": "trident_local.models.backends.st_embedder:SentenceTransformerEmbedder",
+        "bge-m3": "trident_local.models.backends.bge_m3:BGEM3Encoder",
+    }),
+    "sparse": _backends("sparse", {"bge-m3": "trident_local.models.backends.bge_m3:BGEM3Encoder"}),
+    "multivector": _backends("multivector", {
+        "colpali": "trident_local.models.backends.colpali_embedder:ColPaliEmbedder",
+    }),
+    "ocr": _backends("ocr", {"tesseract": "trident_local.models.backends.tesseract_ocr:TesseractOCR"}),
 }
+# (role, backend name) -> a registered callable, or a lazy target once imported
 _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
 
 
@@ -33,13 +45,13 @@ def register(role: str, name: str, target: str | Callable[..., Any]) -> None:
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
     if isinstance(target, str):
-        _LAZY[(role, name)] = target
+        _LAZY[role].register(name, target)
     else:
         _FACTORIES[(role, name)] = target
 
 
 def available(role: str | None = None) -> list[tuple[str, str]]:
-    keys = set(_LAZY) | set(_FACTORIES)
+    keys = {(r, n) for r, backends in _LAZY.items() for n in backends.names()} | set(_FACTORIES)
     return sorted(k for k in keys if role is None or k[0] == role)
 
 
@@ -47,12 +59,11 @@ def factory(role: str, name: str) -> Callable[..., Any]:
     key = (role, name)
     if key in _FACTORIES:
         return _FACTORIES[key]
-    if key not in _LAZY:
+    if name not in _LAZY.get(role, ()):
         names = ", ".join(n for r, n in available(role)) or "none"
         raise TridentError(f"no {role} backend named {name!r}; available: {names}")
-    module, attr = _LAZY[key].split(":")
     try:
-        obj = getattr(importlib.import_module(module), attr)
+        obj = _LAZY[role].load(name)
     except ImportError as e:  # an optional dependency is missing
         raise TridentError(f"{role} backend {name!r} needs a package that is not installed: {e}") from e
     _FACTORIES[key] = obj

@@ -4,13 +4,16 @@
     models.chat                          # the chat profile's model, or None for "none"
     models.use_profile("chat", "none")   # this run without a chat model (no-model strategies)
     Models(config, overrides={"chat": fake})   # tests: inject a model for a role
-    Models(config, cache=shared)         # several runtimes (a service's indexes), one engine per profile
+    Models(config, cache=shared)         # a cache of their own (a service's indexes, with batching)
 
 Stages receive models (or this runtime) and never build them: :meth:`Models.get`
 is the one place that calls :func:`~trident_local.models.profiles.build_model`.
 A vLLM engine takes most of a GPU, so building it twice in one process (pool,
 reranker, answer and verifier each asking for "the chat model") does not fit;
-the lock makes the lazy build safe when stages run in threads. Every build is
+the lock makes the lazy build safe when stages run in threads. A runtime built
+without a ``cache`` uses the process's default one (:func:`default_cache`), so two
+``Models()`` made in different places (an index's, a pool's opened on a bare
+store, a verifier's) still build each model once. Every build is
 also recorded process-wide (:func:`runtime_report`, in the CLI's JSON), so a
 second engine in one process shows even when two runtimes built it.
 
@@ -88,6 +91,23 @@ class ModelCache:
                 model.close()
 
 
+_DEFAULT_CACHE: ModelCache | None = None
+
+
+def default_cache() -> ModelCache:
+    """The process's model cache: what every runtime built without a ``cache`` of its own shares."""
+    global _DEFAULT_CACHE
+    with _PROCESS_LOCK:
+        if _DEFAULT_CACHE is None:
+            _DEFAULT_CACHE = ModelCache()
+        return _DEFAULT_CACHE
+
+
+def _role_model(role: str) -> property:
+    """``Models.<role>``: the role's model under its profile, None for "none" (:meth:`Models.get`)."""
+    return property(lambda self: self.get(role), doc=f"The {role} model (None for no model); built once.")
+
+
 class Models:
     """Lazily built models per (role, profile); the profile of a role defaults to the config's."""
 
@@ -103,11 +123,11 @@ class Models:
         """``overrides``: role -> a ready model (see :meth:`provide`); ``profiles``: role -> profile
         for this runtime instead of the config's; ``options``: role -> build options (e.g.
         ``allow_download``, engine overrides) passed to ``build_model``; ``cache``: built models
-        shared with other runtimes (default: this runtime's own)."""
+        shared with other runtimes (default: the process's, :func:`default_cache`)."""
         self.config = config
         self._profiles: dict[str, str | ModelProfile] = dict(profiles or {})
         self._options: dict[str, dict[str, Any]] = {r: dict(o) for r, o in (options or {}).items()}
-        self.cache = cache if cache is not None else ModelCache()
+        self.cache = cache if cache is not None else default_cache()
         self._lock = threading.Lock()
         for role, obj in (overrides or {}).items():
             self.provide(role, obj)
@@ -153,21 +173,10 @@ class Models:
         """(role, profile) of every model built so far, in order (shared with runtimes on the same cache)."""
         return list(self.cache.builds)
 
-    @property
-    def chat(self) -> Any:
-        return self.get("chat")
-
-    @property
-    def embedder(self) -> Any:
-        return self.get("embedder")
-
-    @property
-    def multivector(self) -> Any:
-        return self.get("multivector")
-
-    @property
-    def ocr(self) -> Any:
-        return self.get("ocr")
+    chat = _role_model("chat")
+    embedder = _role_model("embedder")
+    multivector = _role_model("multivector")
+    ocr = _role_model("ocr")
 
     def has(self, role: str) -> bool:
         """Whether ``role`` has a model profile (without building it)."""

@@ -27,14 +27,14 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from trident_local.errors import ModelOutputError
 from trident_local.models.budget import Fit, budget_of, reply_token_bound
-from trident_local.models.protocols import ChatModel, ChatRequest, ChatResult, SamplingParams
+from trident_local.models.protocols import ChatModel, ChatRequest, ChatResult, Message, SamplingParams
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -50,6 +50,12 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
 def reply_params(schema: dict[str, Any] | type[BaseModel]) -> SamplingParams:
     """Greedy sampling with ``max_tokens`` sized to the longest reply the schema admits."""
     return SamplingParams(max_tokens=reply_token_bound(schema if isinstance(schema, dict) else json_schema(schema)))
+
+
+def schema_request(system: str, user: str, schema: dict[str, Any], tag: str) -> ChatRequest:
+    """A system + user request whose reply is held to ``schema``, ``max_tokens`` sized by :func:`reply_params`."""
+    return ChatRequest([Message("system", system), Message("user", user)], params=reply_params(schema),
+                       json_schema=schema, tag=tag)
 
 
 def _outermost_value(text: str) -> tuple[str, bool]:
@@ -174,19 +180,9 @@ class CallStats:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "requests": self.requests,
-            "ok": self.ok,
-            "failed": self.failed,
-            "unparsable": self.unparsable,
-            "length_cut": self.length_cut,
-            "length_retried": self.length_retried,
-            "fitted": self.fitted,
-            "not_fitting": self.not_fitting,
-            "repairs": dict(self.repairs),
-            "cuts": dict(self.cuts),
-            "errors": list(self.errors),
-        }
+        d = asdict(self)  # every field, in order; the counters as plain dicts
+        d["repairs"], d["cuts"] = dict(self.repairs), dict(self.cuts)
+        return d
 
 
 @dataclass

@@ -29,7 +29,6 @@ __all__ = [
     "CandidateRecord",
     "Reranker",
     "RerankResult",
-    "candidate_records",
     "field_set",
     "get_reranker",
     "register_reranker",
@@ -46,13 +45,6 @@ def __getattr__(name: str):  # records pull in the annotation stack: imported wh
 
         return getattr(records, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def candidate_records(index: Index, query: Query, hits: Sequence[Hit]) -> list[CandidateRecord]:
-    """One record per pool page (pool order), matched with the query's one embedding and entities."""
-    from trident_local.rerank.records import build_records
-
-    return build_records(index.store, hits, query.vector(index.models.embedder), query.entities)
 
 
 def rerank_pool(

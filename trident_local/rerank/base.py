@@ -45,6 +45,7 @@ _REGISTRY = LazyRegistry("reranker", "rerankers", {
     "none": "trident_local.rerank.pool_order:PoolOrder",
     "annotated": "trident_local.rerank.model_rerank:ModelReranker",
     "fused": "trident_local.rerank.fused:FusedReranker",
+    "auto": "trident_local.rerank.auto:AutoReranker",  # annotated when the candidates' documents are, else none
 })
 
 

@@ -8,8 +8,8 @@ by its scale alone, and the fused score is
 
     score = W_RET * retriever + sum over fields f of W[f] * (cos_f + lex_f) / 2 + W[concept_hits] * concepts
 
-Adaptive K: pages are cut at the largest drop between consecutive scores among
-the first K_max + 1, so a clear winner stands alone and a flat head keeps K_max.
+Where the fused order is trusted, and where it may cut K (adaptive K), is
+decided in :mod:`trident_local.rerank.gate`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import numpy as np
 from trident_local.annotate import load
 from trident_local.annotate.records import FIELD_NAMES
 from trident_local.fusion import combsum, minmax
-from trident_local.rerank.records import CandidateRecord, RerankResult, chosen_hits
+from trident_local.rerank.fields import field_set
+from trident_local.rerank.gate import choose
+from trident_local.rerank.records import CandidateRecord, RerankResult, candidate_records, chosen_hits
 from trident_local.store.index_store import IndexStore
 from trident_local.text import idf_table, terms, weighted_overlap
 
@@ -80,17 +82,6 @@ def fused_scores(
     return score
 
 
-def adaptive_k(sorted_scores: Sequence[float], k_max: int) -> int:
-    """Cut at the largest drop among the first k_max + 1 scores (1 <= K <= k_max)."""
-    s = list(sorted_scores)[: k_max + 1]
-    if len(s) <= 1:
-        return len(s)
-    gaps = [s[i] - s[i + 1] for i in range(len(s) - 1)]
-    if len(s) <= k_max:  # fewer candidates than K_max + 1: the tail may be the cut
-        return int(np.argmax(gaps)) + 1 if max(gaps) > 0 else len(s)
-    return int(np.argmax(gaps)) + 1 if max(gaps) > 0 else k_max
-
-
 class FusedReranker:
     """The no-model reranker: fused field scores; the fused order where it is confident, the adaptive-K
     cut where it is very confident (:mod:`trident_local.rerank.gate`), else the pool's own top K."""
@@ -103,15 +94,11 @@ class FusedReranker:
     def rerank(
         self, index: Index, query: Query, hits: Sequence[Hit], *, chat: ChatModel | None, fields: str, k_max: int
     ) -> RerankResult:
-        from trident_local.rerank import candidate_records, field_set
-
         t0 = time.perf_counter()
         keep = field_set(fields)
         if not hits:
             return RerankResult([], self.mode, fields)
         records = candidate_records(index, query, hits)
-        from trident_local.rerank.gate import choose
-
         scores = fused_scores(index.store, query.text, query.vector(index.models.embedder), records, keep)
         picked, decision = choose([float(s) for s in scores], k_max)  # the pool's order where not confident
         res = RerankResult(

@@ -7,7 +7,8 @@ lead over the runner-up as a share of the pool's score spread):
 
 - ``margin >= ORDER_MARGIN``: the fused order, still ``k_max`` pages (nothing the
   pool found in its top ``k_max`` is dropped for a guess);
-- ``margin >= CUT_MARGIN`` as well: the adaptive-K cut, a clear winner alone;
+- ``margin >= CUT_MARGIN`` as well: the adaptive-K cut (at the largest drop between
+  consecutive scores among the first K_max + 1), a clear winner alone;
 - below ``ORDER_MARGIN``: the pool's own top ``k_max``.
 
 Both margins are fitted on the calibration document split only
@@ -22,7 +23,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from trident_local.rerank.fused import adaptive_k
+import numpy as np
 
 # Fitted on the 292 answerable calib questions of benchmarks/data/mmlb_doc_split.json
 # (rrf pool, M = 20, K_max = 5). math.inf never trusts the fused order (or never cuts).
@@ -30,6 +31,17 @@ ORDER_MARGIN = 0.15
 CUT_MARGIN = 0.5
 
 Decision = Literal["pool", "fused", "fused-cut"]
+
+
+def adaptive_k(sorted_scores: Sequence[float], k_max: int) -> int:
+    """Cut at the largest drop among the first k_max + 1 scores (1 <= K <= k_max)."""
+    s = list(sorted_scores)[: k_max + 1]
+    if len(s) <= 1:
+        return len(s)
+    gaps = [s[i] - s[i + 1] for i in range(len(s) - 1)]
+    if len(s) <= k_max:  # fewer candidates than K_max + 1: the tail may be the cut
+        return int(np.argmax(gaps)) + 1 if max(gaps) > 0 else len(s)
+    return int(np.argmax(gaps)) + 1 if max(gaps) > 0 else k_max
 
 
 def margin(sorted_scores: Sequence[float]) -> float:

@@ -20,7 +20,8 @@ from trident_local.models import structured
 from trident_local.models.budget import Fit, budget_of, fit, reply_token_bound
 from trident_local.models.protocols import ChatModel, ChatRequest, Message, SamplingParams
 from trident_local.rerank import prompts
-from trident_local.rerank.records import CandidateRecord, RerankResult, chosen_hits
+from trident_local.rerank.fields import field_set
+from trident_local.rerank.records import CandidateRecord, RerankResult, candidate_records, chosen_hits
 
 if TYPE_CHECKING:
     from trident_local.index import Index
@@ -191,8 +192,6 @@ class ModelReranker:
     def rerank(
         self, index: Index, query: Query, hits: Sequence[Hit], *, chat: ChatModel | None, fields: str, k_max: int
     ) -> RerankResult:
-        from trident_local.rerank import candidate_records, field_set
-
         if chat is None:  # get_reranker hands out the no-model reranker instead
             raise TridentError("the annotated reranker needs a chat model")
         t0 = time.perf_counter()

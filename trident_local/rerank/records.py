@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +18,10 @@ from trident_local.annotate import load
 from trident_local.annotate.concept_match import ConceptMatch, match_concepts
 from trident_local.retrieve.base import Hit
 from trident_local.store.index_store import IndexStore
+
+if TYPE_CHECKING:
+    from trident_local.index import Index
+    from trident_local.query import Query
 
 
 @dataclass
@@ -120,6 +124,11 @@ def build_records(
             )
         )
     return out
+
+
+def candidate_records(index: Index, query: Query, hits: Sequence[Hit]) -> list[CandidateRecord]:
+    """One record per pool page (pool order), matched with the query's one embedding and entities."""
+    return build_records(index.store, hits, query.vector(index.models.embedder), query.entities)
 
 
 def chosen_hits(records: Sequence[CandidateRecord], hits: Sequence[Hit], chosen: Sequence[str]) -> list[Hit]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from trident_local.errors import TridentError
+from trident_local.lazy_registry import LazyRegistry
 
 if TYPE_CHECKING:
     from trident_kernels.ann_shards import MapFn
@@ -59,39 +59,38 @@ class Pool(Protocol):
     ) -> list[Hit]: ...
 
 
-_POOLS: dict[str, str] = {
+_POOLS = LazyRegistry("pool", "pools", {
     "bm25": "trident_local.retrieve.bm25:BM25Pool",
     "dense": "trident_local.retrieve.dense:DensePool",
     "rrf": "trident_local.retrieve.rrf:RRFPool",
     "colpali": "trident_local.retrieve.colpali:ColPaliPool",
     "xkg": "trident_local.retrieve.xkg:XKGPool",
-}
+})
 
 
 def pool_names() -> list[str]:
-    return list(_POOLS)
+    return _POOLS.names()
 
 
 def register_pool(name: str, target: str) -> None:
-    _POOLS[name] = target
+    _POOLS.register(name, target)
 
 
 def pool_class(name: str) -> type:
     """The class registered for ``name`` (``base:argument`` names use the class of ``base``)."""
     base = name.split(":", 1)[0]
     if base not in _POOLS:
-        raise TridentError(f"unknown pool {name!r}; pools: {', '.join(_POOLS)}")
-    module, attr = _POOLS[base].split(":")
+        raise TridentError(f"unknown pool {name!r}; pools: {', '.join(_POOLS.names())}")
     try:
-        return getattr(importlib.import_module(module), attr)
+        return _POOLS.load(base)
     except ModuleNotFoundError as e:
         raise TridentError(f"pool {name!r} is not available: {e}") from e
 
 
 def get_pool(name: str, store: IndexStore, models: Models | None = None) -> Pool:
     """The pool ``name`` bound to ``store``, taking its models from ``models`` (the index's runtime;
-    a private one over the store's config when None); ``base:argument`` passes the argument on
-    (``rrf:bm25+colpali`` fuses those members)."""
+    when None, one over the store's config that shares the process's built models); ``base:argument``
+    passes the argument on (``rrf:bm25+colpali`` fuses those members)."""
     cls = pool_class(name)
     if models is None:
         from trident_local.models.runtime import Models

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
+from trident_local.atomic import atomic_write_json, read_json
 from trident_local.docs.model import Page
 from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
-from trident_local.retrieve.stored import StoredPool, rows_by_doc
-from trident_local.store.atomic import atomic_write_json, read_json
+from trident_local.retrieve.stored import PageRows, StoredPool
 from trident_local.text import stemmer
 
 
@@ -23,13 +23,9 @@ def page_passage(page: Page) -> str:
 
 
 @dataclass
-class BM25Structure:
+class BM25Structure(PageRows):
     retriever: Any  # bm25s.BM25, or None when the corpus has no terms (e.g. only scanned pages)
     rows: list[tuple[str, int]]
-    doc_rows: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.doc_rows = rows_by_doc(self.rows)
 
 
 class BM25Pool(StoredPool[BM25Structure]):
@@ -78,8 +74,7 @@ class BM25Pool(StoredPool[BM25Structure]):
     def retrieve(self, query: Query | str, *, k: int = 20, doc_ids: Sequence[str] | None = None) -> list[Hit]:
         scores = self.scores(Query.of(query).text)
         s = self.load()
-        rows = (np.concatenate([s.doc_rows.get(d, np.empty(0, int)) for d in doc_ids])
-                if doc_ids is not None else np.arange(len(s.rows)))
+        rows = s.rows_of(doc_ids) if doc_ids is not None else np.arange(len(s.rows))
         if rows.size == 0:
             return []
         sub = scores[rows]

@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from trident_local.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.docs.model import Document
 from trident_local.errors import TridentError
-from trident_local.models.runtime import Models
 from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
-from trident_local.retrieve.stored import StoredPool, rows_by_doc
-from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
-from trident_local.store.index_store import IndexStore
+from trident_local.retrieve.stored import PageRows, StoredPool
 
 if TYPE_CHECKING:
     from trident_kernels import PackedPages
@@ -47,24 +45,17 @@ def doc_shard(tokens_path: Path, offsets: np.ndarray) -> PackedPages:
 
 
 @dataclass
-class ColPaliStructure:
+class ColPaliStructure(PageRows):
     pages: Any  # trident_kernels.PackedPages
     rows: list[tuple[str, int]]
     ivf: Any = None  # trident_kernels.ann.TokenIVF above IVF_MIN_PAGES pages
     pages_dir: Path | None = None  # set by compute_into: pages already written there, save skips them
-    doc_rows: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.doc_rows = rows_by_doc(self.rows)
 
 
 class ColPaliPool(StoredPool[ColPaliStructure]):
     name: ClassVar[str] = "colpali"
     version: ClassVar[str] = "colpali-v1"
     needs_prepare: ClassVar[bool] = True
-
-    def __init__(self, store: IndexStore, models: Models | None = None):
-        super().__init__(store, models)
 
     @property
     def embedder(self):
@@ -158,7 +149,7 @@ class ColPaliPool(StoredPool[ColPaliStructure]):
         s = self.load()
         q = Query.of(query).multivector(self.embedder)
         if doc_ids is not None:  # one document's pages: exact MaxSim over exactly those pages
-            rows = np.concatenate([s.doc_rows.get(d, np.empty(0, np.int64)) for d in doc_ids])
+            rows = s.rows_of(doc_ids)
             if rows.size == 0:
                 return []
             scores = maxsim(q, s.pages, page_indices=rows)[0].numpy()

@@ -14,14 +14,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from trident_local.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.docs.model import Document
-from trident_local.models.runtime import Models
 from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.bm25 import page_passage
 from trident_local.retrieve.stored import StoredPool
-from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
-from trident_local.store.index_store import IndexStore
 
 
 @dataclass
@@ -47,9 +45,6 @@ class DensePool(StoredPool[DenseStructure]):
     name: ClassVar[str] = "dense"
     version: ClassVar[str] = "dense-v1"
     needs_prepare: ClassVar[bool] = True
-
-    def __init__(self, store: IndexStore, models: Models | None = None):
-        super().__init__(store, models)
 
     @property
     def embedder(self):

@@ -9,27 +9,11 @@ reads cue words and pattern entities.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-
-from trident_local.annotate.entities import pattern_entities
 from trident_local.errors import ModelOutputError
-from trident_local.models.protocols import ChatModel, ChatRequest, Message
-from trident_local.models.structured import parse_json_text, reply_params
-from trident_local.text import ENTITY_CUES, STRUCTURAL_CUES
-
-QUERY_CLASSES = ("topical", "entity-level", "structural", "mixed")
-RULES = "no-model:cue-rules"
-
-# alpha(class) per axis (T topic, E entity, S structure).
-ALPHA: dict[str, dict[str, float]] = {
-    "topical": {"T": 1.0, "E": 0.2, "S": 0.4},
-    "entity-level": {"T": 0.4, "E": 1.0, "S": 0.2},
-    "structural": {"T": 0.4, "E": 0.2, "S": 1.0},
-    "mixed": {"T": 0.7, "E": 0.7, "S": 0.7},
-}
-
-_QUOTED = re.compile(r"[\"“”']([^\"“”']{2,60})[\"“”']")
+from trident_local.models.protocols import ChatModel, ChatRequest
+from trident_local.models.structured import parse_json_text, schema_request
+from trident_local.query import QUERY_CLASSES, Route
+from trident_local.text import ENTITY_CUES, STRUCTURAL_CUES, query_entities
 
 SCHEMA = {
     "type": "object",
@@ -51,32 +35,6 @@ INSTRUCTIONS = (
 )
 
 
-@dataclass
-class Route:
-    query_class: str
-    entities: list[str] = field(default_factory=list)
-    source: str = RULES  # "model:<name>" or the rule name
-    error: str | None = None  # why the model route fell back to rules
-
-    @property
-    def alpha(self) -> dict[str, float]:
-        return ALPHA[self.query_class]
-
-
-def query_entities(question: str) -> list[str]:
-    """Pattern entities and quoted phrases of the question, de-duplicated in order."""
-    found = [e.text for e in pattern_entities(question)] + [
-        m.group(1).strip() for m in _QUOTED.finditer(question)
-    ]
-    seen, out = set(), []
-    for e in found:
-        k = e.lower()
-        if k not in seen:
-            seen.add(k)
-            out.append(e)
-    return out
-
-
 def rule_route(question: str) -> Route:
     ents = query_entities(question)
     structural = bool(STRUCTURAL_CUES.search(question))
@@ -94,12 +52,7 @@ def rule_route(question: str) -> Route:
 
 
 def route_request(question: str) -> ChatRequest:
-    return ChatRequest(
-        messages=[Message("system", INSTRUCTIONS), Message("user", f"Question: {question}")],
-        params=reply_params(SCHEMA),
-        json_schema=SCHEMA,
-        tag="route",
-    )
+    return schema_request(INSTRUCTIONS, f"Question: {question}", SCHEMA, "route")
 
 
 def parse_route(text: str) -> Route:

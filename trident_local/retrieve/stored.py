@@ -18,6 +18,7 @@ import os
 import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -53,6 +54,21 @@ def rows_by_doc(rows: Sequence[tuple[str, int]]) -> dict[str, np.ndarray]:
     for i, (d, _) in enumerate(rows):
         by_doc.setdefault(d, []).append(i)
     return {d: np.asarray(ix, dtype=np.int64) for d, ix in by_doc.items()}
+
+
+class PageRows:
+    """For a pool structure with one row per (doc_id, page) in ``rows``: each document's rows."""
+
+    rows: list[tuple[str, int]]
+
+    @cached_property
+    def doc_rows(self) -> dict[str, np.ndarray]:
+        """doc_id -> the positions of its rows (:func:`rows_by_doc`)."""
+        return rows_by_doc(self.rows)
+
+    def rows_of(self, doc_ids: Sequence[str]) -> np.ndarray:
+        """The positions of the rows of ``doc_ids``, document by document."""
+        return np.concatenate([self.doc_rows.get(d, np.empty(0, np.int64)) for d in doc_ids])
 
 
 class StoredPool(ABC, Generic[S]):

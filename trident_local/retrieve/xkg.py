@@ -24,13 +24,13 @@ import numpy as np
 from trident_local.annotate import STAGE, has_annotation, load
 from trident_local.annotate.concept_match import match_concepts
 from trident_local.annotate.records import CONCEPT_KINDS
+from trident_local.atomic import atomic_write_json, read_json
 from trident_local.errors import TridentError
 from trident_local.models.runtime import Models
-from trident_local.query import Query
+from trident_local.query import Query, Route
 from trident_local.retrieve.base import Hit, top_k
-from trident_local.retrieve.router import Route, route
+from trident_local.retrieve.router import route
 from trident_local.retrieve.stored import StoredPool, complete_stages
-from trident_local.store.atomic import atomic_write_json, read_json
 from trident_local.store.index_store import IndexStore
 
 

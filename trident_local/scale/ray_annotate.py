@@ -15,34 +15,56 @@ crashes its actor) fails only itself; a configuration error (a missing model) st
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from trident_local.annotate import AnnotateReport, annotate_index, annotate_one, annotation_stage
 from trident_local.errors import TridentError
 
 if TYPE_CHECKING:
     from trident_local.annotate import DocResult
     from trident_local.index import Index
+    from trident_local.store.stages import Stage
 
 
 class _Annotate:
     """Ray actor: one index handle and one model runtime, reused for every document it gets."""
 
     def __init__(self, root: str, profile: str):
-        from trident_local.annotate import annotation_stage
         from trident_local.index import Index
 
         self.index = Index.open(root)
         self.stage = annotation_stage(self.index, profile)
 
     def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
-        from trident_local.annotate import annotate_one
-
         try:
             _, error, seconds, calls = annotate_one(self.index.store, self.stage, row["doc_id"])
         except TridentError as e:  # a configuration problem: the driver stops the run
             return dict(row, error=str(e), fatal=True, seconds=0.0, calls="")
         return dict(row, error=error, fatal=False, seconds=seconds, calls=json.dumps(calls) if calls else "")
+
+
+def annotate_with_ray(
+    index: Index,
+    *,
+    address: str = "local",
+    workers: int = 2,
+    profile: str | None = None,
+    force: bool = False,
+    docs: list[str] | None = None,
+    on_doc: Callable[[str, int, float], None] | None = None,
+) -> AnnotateReport:
+    """:func:`~trident_local.annotate.annotate_index` with the documents annotated on Ray actors that
+    hold the models (``workers`` CPU actors, or one per GPU for a GPU chat model) at ``address`` (or
+    "local"); this process plans, marks each finished document and holds the writer lock throughout."""
+    from trident_local.scale.ray_runtime import import_ray
+
+    import_ray()  # without the extra: a clear error before anything is done
+
+    def on_ray(stage: Stage, todo: list[str]) -> Iterator[DocResult]:
+        return annotate_on_ray(index, todo, profile=stage.run.profile, address=address, workers=workers)
+
+    return annotate_index(index, profile=profile, force=force, docs=docs, on_doc=on_doc, annotate_docs=on_ray)
 
 
 def annotate_on_ray(

@@ -14,8 +14,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from trident_local.atomic import atomic_write_json, read_json
 from trident_local.errors import TridentError
-from trident_local.store.atomic import atomic_write_json, read_json
 
 SCOPES = ("read", "write", "admin")
 

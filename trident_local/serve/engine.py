@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trident_local.config import Config
-from trident_local.errors import TridentError
+from trident_local.errors import TridentError, WriterBusy
 from trident_local.index import FileResult, Index
 from trident_local.models.runtime import ModelCache, Models
 
 if TYPE_CHECKING:
     from trident_kernels.ann_shards import MapFn
     from trident_local.docs.ingest import IngestControl
+    from trident_local.generate.ask import AskOptions
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -228,10 +229,8 @@ class Engine:
             doc_id = self._resolve(h.snapshot, doc)
         try:
             h.writer().remove(doc_id)  # rebuilds the pools through _Pooled.build_pools
-        except TridentError as e:
-            if "another process is writing" in str(e):
-                raise Busy(f"{name} is being indexed; delete the document when the job is done") from e
-            raise
+        except WriterBusy as e:
+            raise Busy(f"{name} is being indexed; delete the document when the job is done") from e
         return doc_id
 
     @staticmethod
@@ -252,10 +251,8 @@ class Engine:
         idx.doc_stages.append(annotation_stage(idx, self.chat or None))  # the annotated rerank needs it; no-model by default
         try:
             rep = idx.add([path], workers=1, control=control)
-        except TridentError as e:
-            if "another process is writing" in str(e):
-                raise Busy(str(e)) from e
-            raise
+        except WriterBusy as e:
+            raise Busy(str(e)) from e
         return rep.files[0]
 
     def annotate_doc(self, name: str, doc_id: str) -> tuple[int, str]:
@@ -265,10 +262,8 @@ class Engine:
         idx = self.handle(name).writer()
         try:
             rep = annotate_index(idx, profile=self.chat or None, docs=[doc_id])  # takes the index's writer lock itself
-        except TridentError as e:
-            if "another process is writing" in str(e):
-                raise Busy(str(e)) from e
-            raise
+        except WriterBusy as e:
+            raise Busy(str(e)) from e
         if "xkg" in idx.config.pools:
             idx.build_pools()
         else:
@@ -312,22 +307,16 @@ class Engine:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
             return [asdict(h) for h in idx.search(question, pool=pool, doc=doc_ids, k=k)]
 
-    def ask(self, name: str, question: str, *, docs: list[str] | None, pool: str, rerank: str,
-            answer: str, k_max: int | None, min_confidence: float | None = None) -> dict[str, Any]:
+    def ask(self, name: str, question: str, options: AskOptions, *, docs: list[str] | None,
+            min_confidence: float | None = None) -> dict[str, Any]:
         """The CLI's ``ask --json`` result plus ``evidence``: the boxes to highlight on each cited page."""
-        from trident_local.annotate import STAGE
-        from trident_local.generate.ask import AskOptions, ask
+        from trident_local.generate.ask import ask
         from trident_local.query import Query
 
         with self.reading(name) as idx:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
             profile = idx.models.profile_name("chat")
-            if rerank == "auto":  # the annotated rerank needs every document annotated
-                entries = idx.store.manifest.documents
-                targets = doc_ids or idx.store.doc_ids()
-                rerank = "annotated" if all(entries[d].stages.get(STAGE) for d in targets) else "none"
-            res = ask(idx, Query(question, min_confidence=min_confidence),
-                      AskOptions(pool=pool, rerank=rerank, answer=answer, k_max=k_max), doc=doc_ids)
+            res = ask(idx, Query(question, min_confidence=min_confidence), options, doc=doc_ids)
             out = res.to_dict()
             a = res.answer
             out["evidence"] = [

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from trident_local.store.atomic import atomic_write_json, read_json
+from trident_local.atomic import atomic_write_json, read_json
 
 log = logging.getLogger("trident_local.serve.jobs")
 

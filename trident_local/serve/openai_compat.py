@@ -25,11 +25,12 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, create_model
 
 from trident_local.errors import TridentError
+from trident_local.generate.ask import AskOptions
 from trident_local.generate.records import ABSTAINED
 from trident_local.serve.auth import ApiKey
 from trident_local.serve.engine import NotFound
 from trident_local.serve.errors import openai_error
-from trident_local.serve.routes import AskBody, caller_key, require
+from trident_local.serve.routes import AskBody, AskOptionsBody, caller_key, require
 from trident_local.serve.validate import check_encodable, check_text
 from trident_local.text import CLAIM_STOP_WORDS, words
 
@@ -55,9 +56,9 @@ class ModelNotFound(NotFound):
 
 
 # -- requests -------------------------------------------------------------------------------------------
-# AskBody's options without its question (the question comes from the messages): same types and bounds.
-AskOptionsBody = create_model(
-    "AskOptionsBody", **{n: (f.annotation, f) for n, f in AskBody.model_fields.items() if n in OPTIONS})
+# AskBody's fields without its question (the question comes from the messages): same types and bounds.
+ChatOptionsBody = create_model(
+    "ChatOptionsBody", **{n: (f.annotation, f) for n, f in AskBody.model_fields.items() if n in OPTIONS})
 
 
 class ChatMessage(BaseModel):
@@ -65,7 +66,7 @@ class ChatMessage(BaseModel):
     content: str | list[dict[str, Any]] | None = None  # a string, or content parts ("text" ones only)
 
 
-class ChatBody(AskOptionsBody):
+class ChatBody(ChatOptionsBody):
     """OpenAI's chat request. Sampling fields are accepted and ignored: the index's answer mode decides."""
 
     model: str
@@ -164,12 +165,18 @@ def _index_of(request: Request, model: str) -> str:
     return name
 
 
+def _options(body: ChatBody) -> AskOptions:
+    """The library's options from the request (a 400 listing the registry's names for an unknown one)."""
+    return AskOptions(**{n: getattr(body, n) for n in AskOptionsBody.model_fields})
+
+
 async def _ask(request: Request, index: str, question: str, body: ChatBody) -> dict[str, Any]:
     """The ask as POST /api/indexes/{index}/ask runs it: through the model queue, counted in the metrics."""
     m = request.app.state.metrics
+    options = _options(body)
     async with request.app.state.gate.slot():
-        out = await run_in_threadpool(request.app.state.engine.ask, index, question,
-                                      **{n: getattr(body, n) for n in OPTIONS})
+        out = await run_in_threadpool(request.app.state.engine.ask, index, question, options, docs=body.docs,
+                                      min_confidence=body.min_confidence)
     m.answers.labels(out["answer"]["mode"]).inc()
     if out["rerank"].get("fallback"):
         m.fallbacks.inc()
@@ -225,6 +232,7 @@ async def chat_completions(request: Request, body: ChatBody) -> dict | Streaming
     limit = request.app.state.settings.max_question_chars
     question = check_text("question", retrieval_question(user_turns), limit)
     check_encodable("document list", body.docs or [])
+    _options(body)  # an unknown pool or reranker: a 400 now, not in the middle of a stream
     if body.docs:  # unknown documents: a 404 now, not an error in the middle of a stream
         await run_in_threadpool(_resolve_docs, request.app.state.engine, index, body.docs)
     reply = _Reply(body.model, sum(len(t.split()) for _, t in texts), question)

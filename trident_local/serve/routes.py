@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from dataclasses import fields
+from typing import Any, Literal, get_type_hints
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from trident_local.errors import TridentError
+from trident_local.generate.ask import AskOptions
 from trident_local.serve.auth import ApiKey
 from trident_local.serve.engine import NotFound, public_doc
 from trident_local.serve.jobs import ACTIVE, Job, JobFile
@@ -204,14 +206,25 @@ class SearchBody(BaseModel):
     k: int = Field(10, ge=1, le=200)
 
 
-class AskBody(BaseModel):
+SERVICE_DEFAULTS = {"rerank": "auto"}  # the annotated rerank where the candidates are annotated, else pool order
+BOUNDS = {"k_max": {"ge": 1, "le": 50}}
+_HINTS = get_type_hints(AskOptions)
+# The ask options a request may set, built from AskOptions (same names, types, defaults); names are
+# checked by AskOptions against the registries, so a newly registered pool or reranker is accepted
+# and a wrong one is a 400 that lists them.
+AskOptionsBody = create_model("AskOptionsBody", **{
+    f.name: (_HINTS[f.name], Field(SERVICE_DEFAULTS.get(f.name, f.default), **BOUNDS.get(f.name, {})))
+    for f in fields(AskOptions) if f.name in ("pool", "rerank", "fields", "answer", "k_max")})
+
+
+class AskBody(AskOptionsBody):
     question: str
     docs: list[str] | None = None
-    pool: str = "rrf"
-    rerank: Literal["auto", "none", "annotated"] = "auto"  # auto: annotated when every document is
-    answer: Literal["plain", "lenses", "auto"] = "auto"
-    k_max: int | None = Field(None, ge=1, le=50)
     min_confidence: float | None = Field(None, ge=0.0, le=1.0)  # no-model answers' abstention threshold
+
+    def options(self) -> AskOptions:
+        """The library's options (TridentError, a 400, for a name no registry holds)."""
+        return AskOptions(**{n: getattr(self, n) for n in AskOptionsBody.model_fields})
 
 
 class VerifyBody(BaseModel):
@@ -245,9 +258,9 @@ async def ask(request: Request, index: str, body: AskBody) -> dict:
     """The CLI's `ask --json` result, plus evidence boxes per citation and what produced each part."""
     _check_question(request, body.question, body.docs)
     m = request.app.state.metrics
+    options = body.options()
     async with request.app.state.gate.slot():
-        out = await run_in_threadpool(_engine(request).ask, index, body.question, docs=body.docs, pool=body.pool,
-                                      rerank=body.rerank, answer=body.answer, k_max=body.k_max,
+        out = await run_in_threadpool(_engine(request).ask, index, body.question, options, docs=body.docs,
                                       min_confidence=body.min_confidence)
     m.answers.labels(out["answer"]["mode"]).inc()
     if out["rerank"].get("fallback"):

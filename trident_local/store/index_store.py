@@ -22,10 +22,10 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
+from trident_local.atomic import atomic_write_json, read_json
 from trident_local.config import Config
 from trident_local.docs.model import Document
-from trident_local.errors import IndexError_, TridentError
-from trident_local.store.atomic import atomic_write_json, read_json
+from trident_local.errors import IndexError_, TridentError, WriterBusy
 from trident_local.store.manifest import SCHEMA_VERSION, DocEntry, Manifest
 
 MANIFEST = "manifest.json"
@@ -96,8 +96,8 @@ class IndexStore:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise TridentError(f"another process{_holder(fd)} is writing {self.root}; "
-                                   "wait for it to finish") from None
+                raise WriterBusy(f"another process{_holder(fd)} is writing {self.root}; "
+                                 "wait for it to finish") from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
             if (self.root / MANIFEST).exists():  # what the previous writer committed, not what was read at open

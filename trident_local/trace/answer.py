@@ -62,14 +62,11 @@ EVIDENCE_CHAR_CUTS = (800, 400, 200)  # characters per evidence record, when the
 def answer_request(question: str, fmt: str, choices: Sequence[str], evidence: Sequence[Evidence],
                    max_chars: int = 1500) -> ChatRequest:
     """The trace answer call; ``max_tokens`` is the longest reply the format's schema admits."""
-    from trident_local.models.protocols import ChatRequest, Message
-    from trident_local.models.structured import reply_params
+    from trident_local.models.structured import schema_request
 
     user = (f"Question: {question}\n{format_instructions(fmt, choices)}\n\nEvidence:\n"
             f"{evidence_records(evidence, max_chars) or '(none)'}")
-    schema = answer_schema(fmt, len(choices))
-    return ChatRequest([Message("system", SYSTEM), Message("user", user)], params=reply_params(schema),
-                       json_schema=schema, tag="trace")
+    return schema_request(SYSTEM, user, answer_schema(fmt, len(choices)), "trace")
 
 
 def fitted_answer_request(chat: ChatModel, question: str, fmt: str, choices: Sequence[str],

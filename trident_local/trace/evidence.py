@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trident_local.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.docs.model import BBox, Document, EvidenceObject, Page, TextBlock
 from trident_local.docs.objects import CAPTION
 from trident_local.docs.paper_meta import normalize_label
 from trident_local.fusion import combsum, rrf_ranks
 from trident_local.retrieve.base import Hit
-from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.text import RESULT_CUES, sentences, stemmer, windows
 
 if TYPE_CHECKING:

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trident_local.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.docs.paper_meta import META_VERSION, PaperMeta, normalize_paper_id, paper_meta
 from trident_local.errors import TridentError
 from trident_local.retrieve.base import Hit
 from trident_local.retrieve.rrf import rrf_fuse
-from trident_local.store.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.text import stemmer
 
 if TYPE_CHECKING:

@@ -40,10 +40,10 @@ import numpy as np
 
 from trident_local.logistic import LogisticParams
 from trident_local.models.budget import char_caps
-from trident_local.retrieve.chunking import WindowSpec
 from trident_local.verify.judge_common import JUDGE_INSTRUCTIONS, ChatJudge, JudgeItem, PageSource
 from trident_local.verify.support_features import FEATURES, PageTerms, idf, lexical_features
 from trident_local.verify.types import SUPPORTED, TEXT, UNKNOWN, UNSUPPORTED, Judgement
+from trident_local.windows import WindowSpec
 
 NO_TEXT = "the page has no text (no text layer and no OCR)"
 
@@ -186,7 +186,7 @@ class NoModelSupportScorer:
                  windows: WindowSpec | None = None, cache_pages: int = 4096, reuse_index_vectors: bool = True,
                  conservative: bool = True):
         """``embedder``: a built TextEmbedder; else ``embedder_profile`` from ``models`` (a
-        :class:`~trident_local.models.runtime.Models`, e.g. the index's; a private one when None).
+        :class:`~trident_local.models.runtime.Models`, e.g. the index's; when None, one that shares the process's built models).
         ``conservative``: "unknown" (keep, flag) where the text cannot decide, not "unsupported"."""
         self.pages = pages
         self.conservative = conservative  # "unknown" (keep, flag) where text cannot decide, not "unsupported"

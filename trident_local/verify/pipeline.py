@@ -20,7 +20,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from trident_local.errors import TridentError
-from trident_local.retrieve.chunking import WindowSpec
 from trident_local.verify.compose import compose
 from trident_local.verify.judge_common import Judge, JudgeItem, PageSource, StorePages
 from trident_local.verify.merge import merge
@@ -35,6 +34,7 @@ from trident_local.verify.types import (
     Judgement,
     VerificationReport,
 )
+from trident_local.windows import WindowSpec
 
 
 class Verifier:

@@ -6,27 +6,26 @@ the ``sparse`` role, so asking for both costs one copy in memory.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 
 from trident_local.models.backends._device import pick_device
+from trident_local.models.backends._loaded import load_once
 from trident_local.models.backends._tokens import WordTokenCounter
 
-_CACHE: dict[tuple[str, str, bool], Any] = {}
-_LOCK = threading.Lock()
+# FlagEmbedding's outputs and the flag that asks for each
+_OUTPUTS = {"dense_vecs": "return_dense", "lexical_weights": "return_sparse", "colbert_vecs": "return_colbert_vecs"}
 
 
 def _load(model: str, device: str, fp16: bool) -> Any:
-    key = (model, device, fp16)
-    with _LOCK:
-        if key not in _CACHE:
-            from FlagEmbedding import BGEM3FlagModel
+    def load() -> Any:
+        from FlagEmbedding import BGEM3FlagModel
 
-            _CACHE[key] = BGEM3FlagModel(model, use_fp16=fp16, devices=device, normalize_embeddings=True)
-        return _CACHE[key]
+        return BGEM3FlagModel(model, use_fp16=fp16, devices=device, normalize_embeddings=True)
+
+    return load_once(("bge-m3", model, device, fp16), load)
 
 
 class BGEM3Encoder:
@@ -60,9 +59,11 @@ class BGEM3Encoder:
         """Tokens each word costs under the model's tokenizer (for windows that fit ``max_tokens``)."""
         return self._counter(words)
 
-    def _encode(self, texts: Sequence[str], batch_size: int, max_len: int, **which: bool) -> dict[str, Any]:
+    def _encode(self, texts: Sequence[str], batch_size: int, max_len: int, output: str) -> Any:
+        """FlagEmbedding's ``output`` ("dense_vecs", "lexical_weights" or "colbert_vecs") for ``texts``."""
+        which = {flag: name == output for name, flag in _OUTPUTS.items()}
         # FlagEmbedding shrinks the batch on RuntimeError in a loop that never ends at 0; keep it >= 1.
-        return self._m.encode(list(texts), batch_size=max(1, batch_size), max_length=max_len, **which)
+        return self._m.encode(list(texts), batch_size=max(1, batch_size), max_length=max_len, **which)[output]
 
     def _max_len(self, kind: str) -> int:
         return self.query_max_tokens if kind == "query" else self.max_tokens
@@ -77,31 +78,17 @@ class BGEM3Encoder:
     ) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        out = self._encode(
-            texts,
-            batch_size,
-            self._max_len(kind),
-            return_dense=True,
-            return_sparse=False,
-            return_colbert_vecs=False,
-        )
-        return np.ascontiguousarray(np.asarray(out["dense_vecs"]).reshape(len(texts), -1), dtype=np.float32)
+        out = self._encode(texts, batch_size, self._max_len(kind), "dense_vecs")
+        return np.ascontiguousarray(np.asarray(out).reshape(len(texts), -1), dtype=np.float32)
 
     def encode_sparse(self, texts: Sequence[str], *, batch_size: int = 32) -> list[dict[str, float]]:
         """{token string: weight} per text (the model's lexical weights, special tokens dropped)."""
         if len(texts) == 0:
             return []
-        out = self._encode(
-            texts,
-            batch_size,
-            self.max_tokens,
-            return_dense=False,
-            return_sparse=True,
-            return_colbert_vecs=False,
-        )
+        out = self._encode(texts, batch_size, self.max_tokens, "lexical_weights")
         tok = self._m.tokenizer
         result: list[dict[str, float]] = []
-        for weights in out["lexical_weights"]:
+        for weights in out:
             d: dict[str, float] = {}
             for tid, w in weights.items():
                 token = tok.decode([int(tid)]).strip()
@@ -116,12 +103,5 @@ class BGEM3Encoder:
         """Per-token ColBERT vectors, float32 [n_tokens, dim] per text (L2-normalised rows)."""
         if len(texts) == 0:
             return []
-        out = self._encode(
-            texts,
-            batch_size,
-            self._max_len(kind),
-            return_dense=False,
-            return_sparse=False,
-            return_colbert_vecs=True,
-        )
-        return [np.ascontiguousarray(v, dtype=np.float32) for v in out["colbert_vecs"]]
+        out = self._encode(texts, batch_size, self._max_len(kind), "colbert_vecs")
+        return [np.ascontiguousarray(v, dtype=np.float32) for v in out]

@@ -24,7 +24,8 @@ has it. Its calibration text is fixed, windows of Python's own documentation (``
 of every CPython), so that the model does not depend on whose documents were indexed first; the int8
 model is cached beside the float one under a name that includes the calibration text's digest. It
 embeds about 1.5x the windows per CPU-second of bf16 on a CPU without AMX, with vectors further from
-float32 (mean cosine 0.995); its retrieval on the public subset is within 0.007 of bf16 (README).
+float32 (mean cosine 0.995); its retrieval on the public subset is within 0.007 of bf16
+(docs/INDEX.md#the-embedder-on-a-cpu; figures in benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -186,9 +187,9 @@ def _float_hint(precision: str) -> str:
     """The OpenVINO inference precision of what is not int8: bf16 where the CPU has it."""
     if precision != "int8":
         return precision
-    from trident_local.models.backends.st_embedder import cpu_has_native_bf16
+    from trident_kernels.cpu_features import cpu_has_fast_bf16
 
-    return "bf16" if cpu_has_native_bf16() else "f32"
+    return "bf16" if cpu_has_fast_bf16() else "f32"
 
 
 def _read_cached(core: Any, entry: Path) -> Any | None:
@@ -222,7 +223,7 @@ def _save_entry(entry: Path, model: Any) -> None:
 
 def read_meta(entry: Path) -> dict[str, Any]:
     """The entry's description (raises when it is missing or not a JSON object)."""
-    from trident_local.store.atomic import read_json
+    from trident_local.atomic import read_json
 
     meta = read_json(entry / META_FILE)
     if not isinstance(meta, dict):
@@ -240,7 +241,7 @@ def _reads(path: Path) -> str | None:
 def _record_check(entry: Path, st: Any, precision: str) -> None:
     """Let later processes skip torch: save the tokenizer and the description, and add ``precision``
     to the precisions whose check passed (each file replaced atomically)."""
-    from trident_local.store.atomic import atomic_write_json, atomic_write_text
+    from trident_local.atomic import atomic_write_json, atomic_write_text
 
     meta = describe(st)
     if meta is None or not (entry / MODEL_FILE).is_file():

@@ -3,48 +3,31 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
-import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
+from trident_kernels.cpu_features import cpu_has_fast_bf16
 from trident_local.errors import TridentError
 from trident_local.models.backends._device import gpu_device_nodes, pick_device
+from trident_local.models.backends._loaded import load_once
 from trident_local.models.backends._tokens import WordTokenCounter
 
 log = logging.getLogger(__name__)
-_CACHE: dict[tuple[str, str], Any] = {}
-_LOCK = threading.Lock()
 
 
 def load_sentence_transformer(model: str, device: str = "auto") -> Any:
     """Load once per process and device: several pools and stages share one copy."""
     dev = pick_device(device)
-    key = (str(model), dev)
-    with _LOCK:
-        if key not in _CACHE:
-            from sentence_transformers import SentenceTransformer
 
-            _CACHE[key] = SentenceTransformer(str(model), device=dev, local_files_only=True)
-        return _CACHE[key]
+    def load() -> Any:
+        from sentence_transformers import SentenceTransformer
 
+        return SentenceTransformer(str(model), device=dev, local_files_only=True)
 
-@functools.cache
-def cpu_has_native_bf16() -> bool:
-    """Whether this x86 CPU multiplies bfloat16 in hardware (AMX or AVX512-BF16).
-
-    Only there is bf16 autocast faster than float32 (about 2x for MiniLM); elsewhere
-    oneDNN emulates it and it is slower.
-    """
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
+    return load_once(("sentence-transformers", str(model), dev), load)
 
 
 def autocast_dtype(dtype: str, device: str) -> str | None:
@@ -57,7 +40,7 @@ def autocast_dtype(dtype: str, device: str) -> str | None:
     """
     name = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "": "auto"}.get(dtype or "", dtype)
     if name in ("auto", "int8"):
-        return "bfloat16" if device.startswith("cuda") or (device == "cpu" and cpu_has_native_bf16()) else None
+        return "bfloat16" if device.startswith("cuda") or (device == "cpu" and cpu_has_fast_bf16()) else None
     if name == "float32":
         return None
     if name in ("bfloat16", "float16"):

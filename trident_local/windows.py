@@ -7,7 +7,8 @@ subset's windows were longer than MiniLM's 256 tokens and 9% of the text was nev
 
 A new index also leaves English function words out of what it embeds (``content_words``): they were
 a fifth of MiniLM's tokens on the indexing benchmark's text set (18% fewer windows on the public
-subset), and dropping them kept dense retrieval where it was (README, "Measured: indexing speed").
+subset), and dropping them kept dense retrieval where it was (docs/INDEX.md#dense-passages; figures in
+benchmarks/README.md).
 """
 
 from __future__ import annotations
