@@ -62,9 +62,8 @@ def available_pools(index, wanted: list[str]) -> tuple[list[str], list[str]]:
     return run, notes
 
 
-def result_table(figures: dict) -> dict:
-    """The retrieval table as printed (raw / full / caption-only per pool), plus the ablation and QA in notes."""
-    k, depth, retrieval = figures["k"], figures["pool_depth"], figures["retrieval"]
+def retrieval_rows(retrieval: dict, k: int, depth: int) -> list[list[str]]:
+    """pool, setting, F1@k, MRR, mean K, R@depth, the paper's F1 / MRR: one row per pool and setting."""
     rows = []
     for pool, res in retrieval.items():
         for c in ("raw", "full", "caption-only"):
@@ -75,6 +74,13 @@ def result_table(figures: dict) -> dict:
             rows.append([pool, "raw top-5" if c == "raw" else "rerank " + c, f"{s[f'f1@{k}']:.3f}",
                          f"{s['mrr']:.3f}", f"{s['mean_k']:.2f}", f"{s[f'recall@{depth}']:.3f}",
                          f"{paper[0]:.3f} / {paper[1]:.3f}" if paper else "-"])
+    return rows
+
+
+def result_table(figures: dict) -> dict:
+    """The retrieval table as printed (raw / full / caption-only per pool), plus the ablation and QA in notes."""
+    k, depth, retrieval = figures["k"], figures["pool_depth"], figures["retrieval"]
+    rows = retrieval_rows(retrieval, k, depth)
     ablation = [p for p in retrieval if "drop-caption" in retrieval[p]]
     notes = []
     if ablation:
@@ -179,18 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         f"reranker {reranker}"
     )
     print(f"{'pool':8} {'setting':20} {'F1@5':>6} {'MRR':>6} {'meanK':>6} {'R@20':>6} | paper F1 / MRR")
-    for pool, res in retrieval.items():
-        for c in ("raw", "full", "caption-only"):
-            if c not in res:
-                continue
-            s = res[c]
-            paper = PAPER.get((PAPER_POOL.get(pool, ""), c))
-            ptxt = f"{paper[0]:.3f} / {paper[1]:.3f}" if paper else "-"
-            setting = "raw top-5" if c == "raw" else "rerank " + c
-            print(
-                f"{pool:8} {setting:20} {s[f'f1@{k}']:6.3f} {s['mrr']:6.3f} "
-                f"{s['mean_k']:6.2f} {s[f'recall@{args.pool_depth}']:6.3f} | {ptxt}"
-            )
+    for r in retrieval_rows(retrieval, k, args.pool_depth):
+        print(f"{r[0]:8} {r[1]:20} {r[2]:>6} {r[3]:>6} {r[4]:>6} {r[5]:>6} | {r[6]}")
     if ablation_pools:
         print(f"\nField ablation (F1@5 / MRR / mean K), reranker {reranker}")
         print(

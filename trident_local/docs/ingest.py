@@ -13,6 +13,7 @@ import pymupdf
 from trident_local.docs.model import Document, Page, TextBlock, TocEntry
 from trident_local.docs.objects import detect_objects
 from trident_local.docs.pdf_open import content_hash, open_pdf
+from trident_local.docs.render import render_dpi
 from trident_local.docs.sections import assign_section_paths
 from trident_local.errors import TridentError
 from trident_local.models.protocols import OCREngine
@@ -41,15 +42,10 @@ class IngestControl:
     ocr_max_pages: int | None = None  # None: no cap; past it pages stay image-only, with a warning
 
 
-def ocr_dpi(width_pt: float, height_pt: float, dpi: int = OCR_DPI, max_pixels: int = OCR_MAX_PIXELS) -> int:
-    """``dpi``, lowered so that a ``width_pt`` x ``height_pt`` page renders to at most ``max_pixels``."""
-    area = max(width_pt * height_pt, 1.0) / 72.0**2  # square inches
-    return max(1, min(dpi, int((max_pixels / area) ** 0.5)))
-
-
 def is_blank(page: pymupdf.Page) -> bool:
     """True when the page renders to a single colour: OCR would read nothing, so it is not run."""
-    pix = page.get_pixmap(dpi=min(BLANK_CHECK_DPI, ocr_dpi(page.rect.width, page.rect.height)), alpha=False)
+    pix = page.get_pixmap(dpi=render_dpi(page.rect.width, page.rect.height, BLANK_CHECK_DPI, OCR_MAX_PIXELS),
+                          alpha=False)
     return bool(pix.is_unicolor)
 
 
@@ -83,7 +79,7 @@ def _blocks(page: pymupdf.Page) -> list[TextBlock]:
 def _ocr_page(page: pymupdf.Page, ocr: OCREngine) -> str:
     from PIL import Image
 
-    pix = page.get_pixmap(dpi=ocr_dpi(page.rect.width, page.rect.height))
+    pix = page.get_pixmap(dpi=render_dpi(page.rect.width, page.rect.height, OCR_DPI, OCR_MAX_PIXELS))
     image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples) if pix.n == 3 else Image.frombytes(
         "RGB", (pix.width, pix.height), pymupdf.Pixmap(pymupdf.csRGB, pix).samples)
     return ocr.ocr(image).strip()
