@@ -277,14 +277,14 @@ class JobManager:
         for f in job.files:
             if f.status == "pending":
                 f.status = "cancelled"
-        job.state, job.finished = state, time.time()
-        self._save(job.index)
-        self._changed(job)
-        if self.on_finish:
+        if self.on_finish:  # clean up before the end is published: whoever sees it sees the clean state
             try:
                 self.on_finish(job)
             except Exception:  # clean-up must not take the worker down
                 log.exception("clean-up after job %s failed", job.job_id)
+        job.state, job.finished = state, time.time()
+        self._save(job.index)
+        self._changed(job)
 
     def _changed(self, job: Job) -> None:
         if self.on_change:
