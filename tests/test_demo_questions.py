@@ -1,6 +1,6 @@
 """The sample questions `trident demo` can be asked, one per kind of evidence the samples hold, end to end.
 
-Each goes through `trident ask` on the CPU defaults (rrf pool, no-model rerank, evidence-first answer,
+Each goes through `trident ask` on the CPU defaults (fused pool, no-model rerank, evidence-first answer,
 self-check) over both sample PDFs at once; the expected answers and pages are read off the samples
 (scripts/make_samples.py).
 """

@@ -39,3 +39,25 @@ def test_minmax_and_combsum() -> None:
     np.testing.assert_allclose(combsum([np.array([0.0, 10.0, 5.0]), np.array([1.0, 0.0, 1.0])]), [0.5, 0.5, 0.75])
     with pytest.raises(ValueError):
         combsum([])
+
+
+def test_z_fuse_keeps_a_members_margin_where_rrf_loses_it() -> None:
+    from trident_local.retrieve.fused import z_fuse
+
+    # bm25 is sure of page 1 (far ahead); dense puts page 2 a hair ahead of page 1
+    bm25 = [Hit("d", 1, 30.0, "bm25"), Hit("d", 2, 2.0, "bm25"), Hit("d", 3, 1.9, "bm25"), Hit("d", 4, 1.8, "bm25")]
+    dense = [Hit("d", 2, 0.60, "dense"), Hit("d", 1, 0.58, "dense"), Hit("d", 3, 0.40, "dense"),
+             Hit("d", 4, 0.35, "dense")]
+    assert z_fuse([bm25, dense], [0.4, 0.6])[0].page == 1
+    assert rrf_fuse([bm25, dense])[0].page in (1, 2)  # a tie on ranks: the margin is gone
+
+
+def test_z_fuse_flat_member_adds_nothing_and_missing_pages_score_lowest() -> None:
+    from trident_local.retrieve.fused import z_fuse
+
+    a = [Hit("d", 5, 3.0, "bm25"), Hit("d", 6, 1.0, "bm25")]
+    flat = [Hit("d", 6, 0.7, "dense"), Hit("d", 7, 0.7, "dense")]
+    fused = z_fuse([a, flat], [0.5, 0.5])
+    assert [h.page for h in fused][:2] == [5, 6] and {h.pool for h in fused} == {"fused"}
+    assert fused[-1].page == 7  # not returned by bm25: its lowest score there
+    assert z_fuse([[], []], [0.5, 0.5]) == []

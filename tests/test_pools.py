@@ -23,14 +23,14 @@ def index(tmp_path_factory) -> Index:
     return idx
 
 
-@pytest.mark.parametrize("pool", ["bm25", "dense", "rrf"])
+@pytest.mark.parametrize("pool", ["bm25", "dense", "rrf", "fused"])
 def test_pool_finds_the_page_within_a_document(index: Index, pool: str) -> None:
     hits = index.search("When is penguin feeding?", pool=pool, doc="zoo.pdf", k=3)
     assert hits[0].page == 2 and all(h.doc_id == index.resolve("zoo") for h in hits)
     assert len(hits) == 3 and hits[0].score >= hits[1].score >= hits[2].score
 
 
-@pytest.mark.parametrize("pool", ["bm25", "dense", "rrf"])
+@pytest.mark.parametrize("pool", ["bm25", "dense", "rrf", "fused"])
 def test_pool_over_the_whole_index(index: Index, pool: str) -> None:
     hits = index.search("capacity by region table North South", pool=pool, k=20)
     assert (index.resolve("solar.pdf"), 2) == hits[0].key

@@ -20,7 +20,7 @@ from trident_local.index import Index
 from trident_local.store.stages import StageRunner
 
 QUESTION = "capacity by region table"
-POOLS = ["bm25", "dense", "rrf", "rrf:bm25+dense", "rrf:dense"]
+POOLS = ["bm25", "dense", "rrf", "rrf:bm25+dense", "rrf:dense", "fused", "fused:bm25+dense"]
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:

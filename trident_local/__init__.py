@@ -4,7 +4,7 @@ The short API::
 
     from trident_local import Index
     index = Index.open("my-index")
-    hits = index.search("What was the revenue in 2020?", pool="rrf", k=5)
+    hits = index.search("What was the revenue in 2020?", pool="fused", k=5)
 """
 
 from __future__ import annotations

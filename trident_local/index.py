@@ -1,7 +1,7 @@
 """The Python API: open or create an index, add PDFs (resumable), search it.
 
     index = Index.open("idx")
-    hits = index.search("What was the revenue in 2020?", pool="rrf", doc="report.pdf", k=5)
+    hits = index.search("What was the revenue in 2020?", pool="fused", doc="report.pdf", k=5)
 
 The index owns the model runtime (``index.models``): every stage that runs on
 it takes its models from there, so each model is built once per process.
@@ -238,7 +238,7 @@ class Index:
 
     # -- search ----------------------------------------------------------------------------------------
     def search(
-        self, query: str | Query, *, pool: str = "rrf", doc: str | Sequence[str] | None = None, k: int = 20
+        self, query: str | Query, *, pool: str = "fused", doc: str | Sequence[str] | None = None, k: int = 20
     ) -> list[Hit]:
         """Top-k pages for ``query`` from ``pool``, within ``doc`` (id/file name, or several) if given.
 

@@ -68,6 +68,26 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*|\d+(?:\.\d+)?")
 
 
+# Number spellings a keyword index must see as one: "1,577", "(1,577)", "$1577.00" and "1577" all read 1577;
+# "95.20" and "95.2" read 95_2 (one token: bm25s splits on non-word characters); "FY2019" reads "FY 2019".
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_DECIMAL = re.compile(r"(?<![\d.])(\d+)\.(\d+)(?![\d.]*\d)")
+_GLUED_YEAR = re.compile(r"\b([A-Za-z]{2,})((?:19|20)\d\d)\b")
+
+
+def _decimal(m: re.Match) -> str:
+    frac = m.group(2).rstrip("0")
+    return f"{m.group(1)}_{frac}" if frac else m.group(1)
+
+
+def keyword_text(text: str) -> str:
+    """``text`` as a keyword index reads it: thousands separators and zero decimals gone, a decimal one
+    token, a year split from a glued prefix, so that the spellings of one number meet."""
+    text = _THOUSANDS.sub("", text)
+    text = _DECIMAL.sub(_decimal, text)
+    return _GLUED_YEAR.sub(r"\1 \2", text)
+
+
 @lru_cache(maxsize=1)
 def stemmer() -> Any:
     """The Snowball English stemmer (PyStemmer), built once; bm25s takes it as its ``stemmer``."""

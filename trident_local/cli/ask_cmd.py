@@ -27,7 +27,7 @@ def ask(
     doc: list[str] = typer.Option(
         None, "--doc", "-d", help="Restrict to these documents (id, file name or stem)."
     ),
-    pool: PoolName = typer.Option("rrf", help="Candidate pool."),
+    pool: PoolName = typer.Option("fused", help="Candidate pool."),
     rerank: RerankerName = typer.Option(
         "annotated",
         help="none (pool top-K) | annotated (records + adaptive K; the fused match without a model) | fused | "

@@ -13,7 +13,7 @@ DatasetAdapter = registry_choice("DatasetAdapter", adapter_names())
 INDEX = typer.Option(..., "--index", "-i", help="Index holding the dataset's documents.")
 DATASET = typer.Option(..., help="MMLongBench-Doc samples JSON (doc_id = PDF file name).")
 ADAPTER = typer.Option("mmlongbench", help="Dataset adapter that reads --dataset.")
-POOL = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg")
+POOL = typer.Option("fused", help="bm25 | dense | fused | rrf | colpali | xkg")
 WORKERS = typer.Option(
     2,
     min=1,

@@ -159,7 +159,7 @@ def search(
     doc: list[str] = typer.Option(
         None, "--doc", "-d", help="Restrict to these documents (id, file name or stem)."
     ),
-    pool: str = typer.Option("rrf", help="bm25 | dense | rrf | colpali | xkg"),
+    pool: str = typer.Option("fused", help="bm25 | dense | fused | rrf | colpali | xkg"),
     k: int = typer.Option(5, min=1, help="How many pages."),
     json_out: str = json_option("the hits"),
 ) -> None:

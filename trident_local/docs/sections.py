@@ -80,3 +80,26 @@ def assign_section_paths(pages: list[Page], toc: list[TocEntry]) -> None:
     paths = paths_from_toc(toc, len(pages)) if toc else paths_from_headings(pages)
     for p, path in zip(pages, paths, strict=True):
         p.section_path = path
+
+
+_HEAD_ZONE = 0.35  # a page heading sits in the top third of the page
+_MAX_PAGE_HEADINGS = 4
+
+
+def page_headings(page: Page) -> list[str]:
+    """The headings printed at the top of ``page``: short blocks set bold or larger than the page's median
+    size. Unlike section paths (the outline, or sizes over the whole document) this catches a statement
+    title set bold at body size, as "Consolidated Balance Sheets" is in a 10-K."""
+    if not page.blocks:
+        return []
+    sizes = sorted(b.font_size for b in page.blocks)
+    median = sizes[len(sizes) // 2]
+    out = []
+    for b in page.blocks:
+        text = " ".join(b.text.split())
+        if (not text or b.rotated or len(text.split()) > 12 or not re.search(r"[A-Za-z]{3}", text)
+                or b.bbox[1] > page.height * _HEAD_ZONE):
+            continue
+        if b.bold or b.font_size >= median * 1.15:
+            out.append(text)
+    return out[:_MAX_PAGE_HEADINGS]

@@ -63,6 +63,7 @@ _POOLS = LazyRegistry("pool", "pools", {
     "bm25": "trident_local.retrieve.bm25:BM25Pool",
     "dense": "trident_local.retrieve.dense:DensePool",
     "rrf": "trident_local.retrieve.rrf:RRFPool",
+    "fused": "trident_local.retrieve.fused:FusedPool",
     "colpali": "trident_local.retrieve.colpali:ColPaliPool",
     "xkg": "trident_local.retrieve.xkg:XKGPool",
 })

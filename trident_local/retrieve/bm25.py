@@ -1,4 +1,9 @@
-"""BM25 over page text (bm25s, English stemming and stop words)."""
+"""BM25 over page text (bm25s, English stemming and stop words).
+
+A page is read as its printed headings (twice: a light field boost, so a statement title outweighs a
+mention in passing), its section path and its text, with number spellings normalised on both sides
+(:func:`~trident_local.text.keyword_text`): "1,577", "(1,577)" and "$1577.00" meet "1577".
+"""
 
 from __future__ import annotations
 
@@ -11,15 +16,32 @@ import numpy as np
 
 from trident_local.atomic import atomic_write_json, read_json
 from trident_local.docs.model import Page
+from trident_local.docs.sections import page_headings
 from trident_local.query import Query
 from trident_local.retrieve.base import Hit, top_k
 from trident_local.retrieve.stored import PageRows, StoredPool
-from trident_local.text import stemmer
+from trident_local.text import keyword_text, stemmer
+
+HEADING_WEIGHT = 2  # times a page's headings are repeated in its keyword passage
 
 
 def page_passage(page: Page) -> str:
     """What a text pool sees of a page: its section path, then its text."""
     return f"{page.section}\n{page.text}" if page.section_path else page.text
+
+
+def keyword_passage(page: Page) -> str:
+    """What BM25 indexes of a page: its headings (boosted), then :func:`page_passage`, numbers normalised."""
+    heads = " ".join(page_headings(page) * HEADING_WEIGHT)
+    return keyword_text(f"{heads}\n{page_passage(page)}" if heads else page_passage(page))
+
+
+def tokenize_query(query: str) -> list[str]:
+    import bm25s
+
+    q = bm25s.tokenize([keyword_text(query)], stopwords="en", stemmer=stemmer(), return_ids=False,
+                       show_progress=False)
+    return list(q[0]) if q and q[0] else []
 
 
 @dataclass
@@ -30,7 +52,7 @@ class BM25Structure(PageRows):
 
 class BM25Pool(StoredPool[BM25Structure]):
     name: ClassVar[str] = "bm25"
-    version: ClassVar[str] = "bm25-v1"
+    version: ClassVar[str] = "bm25-v2"  # v2: headings field, numbers normalised
     needs_prepare: ClassVar[bool] = False  # BM25 needs corpus statistics: all work is in compute()
 
     def compute(self, doc_ids: list[str]) -> BM25Structure:
@@ -40,7 +62,7 @@ class BM25Pool(StoredPool[BM25Structure]):
         for doc_id in doc_ids:
             for p in self.store.document(doc_id).pages:
                 rows.append((doc_id, p.number))
-                texts.append(page_passage(p) or " ")
+                texts.append(keyword_passage(p) or " ")
         tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer(), show_progress=False)
         retriever = None
         if tokens.vocab:  # bm25s cannot index a corpus without a single term
@@ -62,11 +84,8 @@ class BM25Pool(StoredPool[BM25Structure]):
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every page row for ``query``."""
-        import bm25s
-
         s = self.load()
-        q = bm25s.tokenize([query], stopwords="en", stemmer=stemmer(), return_ids=False, show_progress=False)
-        terms = q[0] if q and q[0] else []
+        terms = tokenize_query(query)
         if not terms or s.retriever is None:
             return np.zeros(len(s.rows), dtype=np.float32)
         return np.asarray(s.retriever.get_scores(terms), dtype=np.float32)

@@ -35,8 +35,9 @@ class RRFPool:
     def __init__(self, store: IndexStore, models=None, members: Sequence[str] | None = None):
         self.store = store
         self.members = list(members if members is not None else store.config.rrf_members)
-        if not self.members or any(m.startswith("rrf") for m in self.members):
-            raise TridentError(f"rrf fuses plain pools, e.g. rrf:bm25+dense; got {'+'.join(self.members)!r}")
+        if not self.members or any(m.startswith(("rrf", "fused")) for m in self.members):
+            raise TridentError(f"{self.name} fuses plain pools, e.g. {self.name}:bm25+dense; "
+                               f"got {'+'.join(self.members)!r}")
         self.pools = [get_pool(m, store, models) for m in self.members]
 
     @classmethod

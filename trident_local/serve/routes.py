@@ -202,7 +202,7 @@ def page_boxes(request: Request, index: str, doc: str, page: int, text: str = ""
 class SearchBody(BaseModel):
     question: str
     docs: list[str] | None = None
-    pool: str = "rrf"
+    pool: str = "fused"
     k: int = Field(10, ge=1, le=200)
 
 
