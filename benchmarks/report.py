@@ -25,14 +25,21 @@ RESULTS = BENCH / "results"
 
 # Kernels, then indexing, retrieval quality, verification and tracing, serving and engines.
 ORDER = [
-    "maxsim", "ann", "indexing", "embedding", "page_embedding", "retrieval", "trident_rerank",
+    "maxsim", "ann", "indexing", "embedding", "page_embedding", "retrieval", "peer_langchain", "dense_windows",
+    "retrieval_gate", "trident_rerank",
     "calibrate_rerank_gate", "make_doc_split", "calibrate_abstention", "citations", "littrace",
     "service_load", "chat_batching", "engine_throughput", "gpu_caption_throughput",
 ]
 # Scripts that record more than one result: name -> a string the recording command contains.
-RESULT_NAMES: dict[str, dict[str, str]] = {"maxsim": {"maxsim": "", "maxsim_cuda": "--device cuda"}}
+RESULT_NAMES: dict[str, dict[str, str]] = {
+    "maxsim": {"maxsim": "", "maxsim_cuda": "--device cuda"},
+    "peer_langchain": {"peer_langchain_financebench-dev": "financebench-dev",
+                       "peer_langchain_mmlongbench-doc": "mmlongbench-doc"},
+}
 # Scripts that make data rather than measure: no result table.
-NO_RESULT = {"make_doc_split": "Makes a data file (benchmarks/data/), not a measurement: no result table."}
+NO_RESULT = {"make_doc_split": "Makes a data file (benchmarks/data/), not a measurement: no result table.",
+             "retrieval_gate": "A CI check (tests/test_retrieval_gate.py): its baseline is "
+                               "benchmarks/data/retrieval_gate.json, not a result table."}
 NOT_SCRIPTS = {"report"}
 
 HEADER = """\

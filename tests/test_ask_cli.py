@@ -73,8 +73,10 @@ def annotated(index_dir: Path) -> Path:
     return index_dir
 
 
-def test_ask_before_annotation_says_what_to_run(index_dir: Path) -> None:
-    res = runner.invoke(app, ["ask", "revenue?", "--index", str(index_dir)])
+def test_ask_before_annotation_keeps_the_pool_order_and_says_what_to_run(index_dir: Path) -> None:
+    res = runner.invoke(app, ["ask", "revenue?", "--index", str(index_dir)])  # the default rerank: auto
+    assert res.exit_code == 0 and "rerank none" in flat(res) and "trident annotate" in flat(res)
+    res = runner.invoke(app, ["ask", "revenue?", "--index", str(index_dir), "--rerank", "annotated"])
     assert res.exit_code == 2 and "trident annotate" in flat(res)
     res = runner.invoke(
         app, ["ask", "revenue?", "--index", str(index_dir), "--rerank", "none", "--pool", "bm25"]

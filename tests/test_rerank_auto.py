@@ -7,9 +7,9 @@ from pathlib import Path
 from pdf_factory import rich_pdf
 
 from trident_local.annotate import annotation_stage
-from trident_local.generate.ask import AskOptions, ask
+from trident_local.generate.ask import ask
 from trident_local.index import Index
-from trident_local.rerank.auto import auto_choice
+from trident_local.rerank.auto import NOT_ANNOTATED, auto_choice
 
 
 def test_auto_picks_the_annotated_rerank_only_for_annotated_documents(tmp_path: Path) -> None:
@@ -19,9 +19,27 @@ def test_auto_picks_the_annotated_rerank_only_for_annotated_documents(tmp_path: 
     annotated.doc_stages.append(annotation_stage(annotated))
     annotated.add([rich_pdf(tmp_path / "wind.pdf", topic="wind")], workers=1)
     (p,), (a,) = plain.store.doc_ids(), annotated.store.doc_ids()
-    assert auto_choice(plain, {p}) == "none" and auto_choice(annotated, {a}) == "annotated"
-    assert auto_choice(annotated, set()) == "none"
+    assert auto_choice(plain, {p}) == ("none", NOT_ANNOTATED)
+    assert auto_choice(annotated, {a}) == ("annotated", "")
+    assert auto_choice(annotated, set())[0] == "none"
     for idx, mode in ((plain, "none"), (annotated, "no-model")):  # no chat model: the annotated rerank's stand-in
         idx.models.use_profile("chat", "none")
-        res = ask(idx, "Which region led with 2,900 megawatts?", AskOptions(rerank="auto"))
+        res = ask(idx, "Which region led with 2,900 megawatts?")  # the default is auto
         assert res.rerank["mode"].startswith(mode), res.rerank
+    assert res.rerank.get("note") is None  # the annotated rerank ran: nothing to explain
+    res = ask(plain, "Which region led with 2,900 megawatts?")
+    assert res.rerank["note"] == NOT_ANNOTATED  # the pool order, and why
+
+
+def test_auto_keeps_the_pool_order_without_a_model_when_the_no_model_rerank_is_off(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from trident_local.rerank import auto
+
+    annotated = Index.create(tmp_path / "annotated")
+    annotated.doc_stages.append(annotation_stage(annotated))
+    annotated.add([rich_pdf(tmp_path / "wind.pdf", topic="wind")], workers=1)
+    monkeypatch.setattr(auto, "NO_MODEL_RERANK", False)
+    (a,) = annotated.store.doc_ids()
+    assert auto_choice(annotated, {a}, chat=None) == ("none", auto.NO_MODEL_OFF)
+    assert auto_choice(annotated, {a}, chat=object())[0] == "annotated"  # a chat model: the model rerank

@@ -255,7 +255,7 @@ def test_register_a_reranker_by_one_line() -> None:
 def test_ask_options_check_names_without_cli_flags() -> None:
     opts = AskOptions()
     assert (opts.pool, opts.rerank, opts.fields, opts.answer, opts.k_max, opts.verify) == (
-        "fused", "annotated", "full", "auto", None, True
+        "fused", "auto", "full", "auto", None, True
     )
     for bad, match in (
         ({"pool": "nope"}, "unknown pool 'nope'; pools: bm25"),

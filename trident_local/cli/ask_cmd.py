@@ -29,9 +29,10 @@ def ask(
     ),
     pool: PoolName = typer.Option("fused", help="Candidate pool."),
     rerank: RerankerName = typer.Option(
-        "annotated",
-        help="none (pool top-K) | annotated (records + adaptive K; the fused match without a model) | fused | "
-        "auto (annotated where the candidates' documents are annotated, else none).",
+        "auto",
+        help="auto (the annotated rerank where the candidates' documents are annotated, else the pool order; "
+        "the reason is printed) | none (pool top-K) | annotated (records + adaptive K; the fused match "
+        "without a model) | fused.",
     ),
     fields: FieldSet = typer.Option("full", help="Record fields for rerank."),
     answer: AnswerName = typer.Option(
@@ -105,6 +106,8 @@ def ask(
         why = {"pool": "the pool's order kept (fused top page not clearly ahead)",
                "fused": "fused order, K_max pages", "fused-cut": "fused order cut at adaptive K"}[gate]
         console.print(f"[dim]rerank {res.rerank['mode']}: {why}[/dim]", highlight=False)
+    if res.rerank.get("note"):
+        console.print(f"[dim]rerank: {res.rerank['note']}[/dim]", highlight=False)
     if res.route:
         console.print(
             f"[dim]xkg route: {res.route['query_class']} {res.route['entities']} "

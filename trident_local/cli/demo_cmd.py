@@ -20,8 +20,9 @@ def demo(
 ) -> None:
     """Index PDFs on the CPU defaults (no model weights needed) and answer a question with cited pages.
 
-    Runs `trident index` then `trident ask`: BM25 + MiniLM dense retrieval fused by RRF, the
-    no-model annotated rerank, and the evidence-first no-model answer, self-checked against its pages.
+    Runs `trident index --annotate` then `trident ask`: BM25 + MiniLM dense retrieval fused by their
+    z-scores, the no-model annotated rerank, and the evidence-first no-model answer, self-checked
+    against its pages.
     """
     src = folder or SAMPLES
     if not src.exists():

@@ -1,6 +1,6 @@
 """The whole Trident path for one question: pool -> reranker -> answer strategy, with timings.
 
-result = ask(index, "What was the revenue in 2020?", AskOptions(pool="fused", rerank="annotated"),
+result = ask(index, "What was the revenue in 2020?", AskOptions(pool="fused", rerank="auto"),
              doc="report.pdf")
 
 The question becomes one :class:`~trident_local.query.Query` (embedded once, routed
@@ -31,7 +31,7 @@ class AskOptions:
     Names are checked against the registries when the options are made."""
 
     pool: str = "fused"
-    rerank: str = "annotated"
+    rerank: str = "auto"
     fields: str = "full"
     answer: str = "auto"
     k_max: int | None = None  # None: the index's k_max

@@ -1,10 +1,14 @@
-"""The "auto" reranker: the annotated rerank where every candidate page's document is annotated,
-else the pool order.
+"""The "auto" reranker, the default of `ask`, the API and the service: the annotated rerank where it is
+known to help, else the pool's own order, with the reason in the result.
 
-The annotated rerank reads each candidate page's annotation record; a document indexed
-without the annotation stage has none. Choosing per ask from the candidates keeps one rule
-for every caller (the service's default, ``trident ask --rerank auto``) instead of each edge
-deciding for itself.
+- The candidates' documents lack the annotation stage (`trident index` without ``--annotate``):
+  the pool order; the annotated rerank has no records to read.
+- A chat model is loaded: the annotated rerank, one model call (the GPU path).
+- No chat model: the no-model fused match only where :data:`NO_MODEL_RERANK` says it held on both
+  development distributions (never below the pool's Recall@5 and MRR); otherwise the pool order.
+
+Choosing per ask from the candidates keeps one rule for every caller instead of each edge deciding
+for itself.
 """
 
 from __future__ import annotations
@@ -19,13 +23,25 @@ if TYPE_CHECKING:
     from trident_local.rerank.records import RerankResult
     from trident_local.retrieve.base import Hit
 
+# Measured with `trident eval retrieval --pool fused [--rerank annotated]` on MMLongBench-Doc and the
+# FinanceBench development split (docs/INDEX.md#the-rerank-by-default).
+NO_MODEL_RERANK = True
 
-def auto_choice(index: Index, doc_ids: set[str]) -> str:
-    """"annotated" when every one of ``doc_ids`` has finished the annotation stage, else "none"."""
+NOT_ANNOTATED = "the documents have no annotation (`trident annotate` adds it): pool order"
+NO_MODEL_OFF = "without a chat model the no-model rerank is off by default: pool order"
+
+
+def auto_choice(index: Index, doc_ids: set[str], chat: ChatModel | None = None) -> tuple[str, str]:
+    """("annotated", "") where the annotated rerank runs for these candidates, else ("none", why)."""
     from trident_local.annotate.cache import STAGE
 
     entries = index.store.manifest.documents
-    return "annotated" if doc_ids and all(entries[d].stages.get(STAGE) for d in doc_ids if d in entries) else "none"
+    annotated = bool(doc_ids) and all(entries[d].stages.get(STAGE) for d in doc_ids if d in entries)
+    if not annotated:
+        return "none", NOT_ANNOTATED
+    if chat is None and not NO_MODEL_RERANK:
+        return "none", NO_MODEL_OFF
+    return "annotated", ""
 
 
 class AutoReranker:
@@ -38,5 +54,7 @@ class AutoReranker:
     ) -> RerankResult:
         from trident_local.rerank.base import get_reranker
 
-        choice = auto_choice(index, {h.doc_id for h in hits})
-        return get_reranker(choice, chat).rerank(index, query, hits, chat=chat, fields=fields, k_max=k_max)
+        choice, why = auto_choice(index, {h.doc_id for h in hits}, chat)
+        res = get_reranker(choice, chat).rerank(index, query, hits, chat=chat, fields=fields, k_max=k_max)
+        res.note = why
+        return res

@@ -63,6 +63,7 @@ class RerankResult:
     scores: dict[str, float] = field(default_factory=dict)  # no-model: page_id -> fused score
     records: list[CandidateRecord] = field(default_factory=list)  # all pool records, pool order
     prompt: dict[str, Any] = field(default_factory=dict)  # model: the prompt's tokens and what was cut to fit
+    note: str = ""  # why this reranker ran (the "auto" choice), shown to the user
     seconds: float = 0.0
 
     @property
@@ -71,7 +72,7 @@ class RerankResult:
 
     def stats(self) -> dict[str, Any]:
         if self.mode == "none":  # the pool order: nothing else happened
-            return {"mode": "none", "k": self.k}
+            return {"mode": "none", "k": self.k, **({"note": self.note} if self.note else {})}
         return {
             "mode": self.mode,
             "fields": self.fields,
@@ -83,6 +84,7 @@ class RerankResult:
             "truncated": self.truncated,
             "kept_pool_order": self.kept_pool_order,
             **({"gate": self.gate} if self.gate else {}),
+            **({"note": self.note} if self.note else {}),
             **({"prompt": dict(self.prompt)} if self.prompt else {}),
         }
 

@@ -206,14 +206,14 @@ class SearchBody(BaseModel):
     k: int = Field(10, ge=1, le=200)
 
 
-SERVICE_DEFAULTS = {"rerank": "auto"}  # the annotated rerank where the candidates are annotated, else pool order
 BOUNDS = {"k_max": {"ge": 1, "le": 50}}
 _HINTS = get_type_hints(AskOptions)
-# The ask options a request may set, built from AskOptions (same names, types, defaults); names are
+# The ask options a request may set, built from AskOptions (same names, types, defaults: one rule for the
+# CLI, the API and the service, rerank "auto" included); names are
 # checked by AskOptions against the registries, so a newly registered pool or reranker is accepted
 # and a wrong one is a 400 that lists them.
 AskOptionsBody = create_model("AskOptionsBody", **{
-    f.name: (_HINTS[f.name], Field(SERVICE_DEFAULTS.get(f.name, f.default), **BOUNDS.get(f.name, {})))
+    f.name: (_HINTS[f.name], Field(f.default, **BOUNDS.get(f.name, {})))
     for f in fields(AskOptions) if f.name in ("pool", "rerank", "fields", "answer", "k_max")})
 
 
