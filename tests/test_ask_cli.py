@@ -108,7 +108,7 @@ def test_ask_prints_answer_pages_and_timings(annotated: Path) -> None:
     assert "timings:" in out and "rerank" in out
 
 
-@pytest.mark.parametrize("pool", ["bm25", "dense", "rrf", "xkg"])
+@pytest.mark.parametrize("pool", ["bm25", "dense", "rrf", "fused", "xkg"])
 def test_ask_json_every_pool(annotated: Path, pool: str) -> None:
     res = runner.invoke(
         app,
@@ -119,6 +119,8 @@ def test_ask_json_every_pool(annotated: Path, pool: str) -> None:
             str(annotated),
             "--pool",
             pool,
+            "--rerank",
+            "annotated",
             "--json",
             "-",
         ],

@@ -9,7 +9,7 @@ from pdf_factory import rich_pdf
 from trident_local.annotate import annotation_stage
 from trident_local.generate.ask import ask
 from trident_local.index import Index
-from trident_local.rerank.auto import NOT_ANNOTATED, auto_choice
+from trident_local.rerank.auto import NO_MODEL_OFF, NOT_ANNOTATED, auto_choice
 
 
 def test_auto_picks_the_annotated_rerank_only_for_annotated_documents(tmp_path: Path) -> None:
@@ -20,26 +20,24 @@ def test_auto_picks_the_annotated_rerank_only_for_annotated_documents(tmp_path: 
     annotated.add([rich_pdf(tmp_path / "wind.pdf", topic="wind")], workers=1)
     (p,), (a,) = plain.store.doc_ids(), annotated.store.doc_ids()
     assert auto_choice(plain, {p}) == ("none", NOT_ANNOTATED)
-    assert auto_choice(annotated, {a}) == ("annotated", "")
+    assert auto_choice(annotated, {a}) == ("none", NO_MODEL_OFF)  # no chat model: the no-model rerank is off
     assert auto_choice(annotated, set())[0] == "none"
-    for idx, mode in ((plain, "none"), (annotated, "no-model")):  # no chat model: the annotated rerank's stand-in
+    for idx, note in ((plain, NOT_ANNOTATED), (annotated, NO_MODEL_OFF)):  # no chat model: pool order, and why
         idx.models.use_profile("chat", "none")
         res = ask(idx, "Which region led with 2,900 megawatts?")  # the default is auto
-        assert res.rerank["mode"].startswith(mode), res.rerank
-    assert res.rerank.get("note") is None  # the annotated rerank ran: nothing to explain
-    res = ask(plain, "Which region led with 2,900 megawatts?")
-    assert res.rerank["note"] == NOT_ANNOTATED  # the pool order, and why
+        assert res.rerank == {"mode": "none", "k": res.rerank["k"], "note": note}
 
 
-def test_auto_keeps_the_pool_order_without_a_model_when_the_no_model_rerank_is_off(
-    tmp_path: Path, monkeypatch
-) -> None:
+def test_auto_runs_the_annotated_rerank_where_it_is_on(tmp_path: Path, monkeypatch) -> None:
     from trident_local.rerank import auto
 
     annotated = Index.create(tmp_path / "annotated")
     annotated.doc_stages.append(annotation_stage(annotated))
     annotated.add([rich_pdf(tmp_path / "wind.pdf", topic="wind")], workers=1)
-    monkeypatch.setattr(auto, "NO_MODEL_RERANK", False)
     (a,) = annotated.store.doc_ids()
-    assert auto_choice(annotated, {a}, chat=None) == ("none", auto.NO_MODEL_OFF)
     assert auto_choice(annotated, {a}, chat=object())[0] == "annotated"  # a chat model: the model rerank
+    monkeypatch.setattr(auto, "NO_MODEL_RERANK", True)
+    assert auto_choice(annotated, {a}, chat=None) == ("annotated", "")
+    annotated.models.use_profile("chat", "none")
+    res = ask(annotated, "Which region led with 2,900 megawatts?")
+    assert res.rerank["mode"] == "no-model:fused-match" and "note" not in res.rerank

@@ -111,7 +111,7 @@ def test_profile_none_keeps_every_stage_off_the_chat_model(tmp_path: Path, count
     ix.doc_stages.append(annotation_stage(ix, "none"))
     ix.add([SAMPLES / HELIOS], workers=1)
     ix.models.use_profile("chat", "none")  # what `trident ask --profile none` does
-    res = ask(ix, QUESTION, AskOptions(pool="xkg"))
+    res = ask(ix, QUESTION, AskOptions(pool="xkg", rerank="annotated"))
     assert CountingChat.instances == []
     assert res.route is not None and res.route["source"] == "no-model:cue-rules"
     assert res.rerank["mode"] == "no-model:fused-match" and res.answer.mode == "evidence-first (no model)"
