@@ -13,7 +13,7 @@ RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200), the same all
 weights trident embeds with (from the same package), a FAISS flat index, top 20 chunks per
 question, turned into pages in order of their best chunk. Both sides answer each question inside
 its own document (the per-document scope `trident eval retrieval` uses) and are scored with the
-same functions: Recall@5, MRR, F1@5 and Recall@20 over the answerable questions with gold pages,
+same functions: Recall@5, MRR (over the top 5, as `eval retrieval`), F1@5 and Recall@20 over the answerable questions with gold pages,
 with a paired bootstrap 95% interval for the difference in R@5 and MRR (the sets are small).
 
 Indexing speed: each round builds both indexes from nothing, alternating which goes first, and
@@ -117,7 +117,7 @@ def trident_rankings(index_dir: Path, dataset: Path, pool: str, k: int) -> dict[
 
 
 def scores(ranked: list[int], gold: set[int], k: int) -> dict[str, float]:
-    return {f"recall@{k}": recall_at(ranked, gold, k), "mrr": mrr(ranked, gold),
+    return {f"recall@{k}": recall_at(ranked, gold, k), "mrr": mrr(ranked[:k], gold),
             f"f1@{k}": f1_at(ranked, gold, k), "recall@20": recall_at(ranked, gold, 20)}
 
 
