@@ -132,9 +132,11 @@ def test_ask_json_every_pool(annotated: Path, pool: str) -> None:
         "retrieve",
         "rerank",
         "answer",
+        "regions",
         "verify",
         "total",
     }
+    assert all(isinstance(c["regions"], list) for c in data["answer"]["citations"])
     assert data["answer"]["verification"]["judges"] == {"text": "no-model-support-scorer"}
     assert (data["route"] is not None) == (pool == "xkg")
 

@@ -47,7 +47,8 @@ def test_ask_returns_cli_json_with_evidence_boxes_and_who_produced_it(client: Te
     a = d["answer"]
     assert a["citations"] and a["mode"] == "evidence-first (no model)"
     assert "South" in a["text"] or "South" in a["support"]
-    assert d["produced_by"]["answer"] == "evidence-first (no model)" and d["produced_by"]["rerank"].startswith("no-model")
+    assert d["produced_by"]["answer"] == "evidence-first (no model)" and d["produced_by"]["rerank"] == "none"
+    assert d["rerank"]["note"]  # the default (auto) says why it kept the pool order
     assert len(d["evidence"]) == len(a["citations"])
     first = d["evidence"][0]
     assert first["page"] == a["citations"][0]["page"] and first["width"] > 0
@@ -65,6 +66,7 @@ def test_search_verify_and_document_info(client: TestClient) -> None:
     doc = _doc_id(client, "wind.pdf")
     hits = client.post("/api/indexes/r/search", json={"question": "wind capacity by region", "docs": [doc]}).json()
     assert hits["hits"] and all(h["doc_id"] == doc for h in hits["hits"])
+    assert all(len(r["bbox"]) == 4 and r["page"] == h["page"] for h in hits["hits"] for r in h["regions"])
     v = client.post("/api/indexes/r/verify",
                     json={"answer": "The South region led with 2,900 megawatts [p. 1].", "doc": doc})
     assert v.status_code == 200, v.text

@@ -163,20 +163,24 @@ def search(
     k: int = typer.Option(5, min=1, help="How many pages."),
     json_out: str = json_option("the hits"),
 ) -> None:
-    """Ranked evidence pages for a question, with snippets (no answer generation)."""
+    """Ranked evidence pages for a question, each with the rows or lines on it that best match the
+    question (``regions``: boxes in PDF points), and no answer generation."""
     from trident_local.index import Index
+    from trident_local.regions import hit_regions
 
     idx = Index.open(index_dir)
     hits = idx.search(question, pool=pool, doc=doc or None, k=k)
     table = Table(title=f"{pool}: {question}")
-    for col in ("#", "document", "page", "score", "section", "snippet"):
+    for col in ("#", "document", "page", "score", "section", "best region"):
         table.add_column(col, overflow="fold")
     out = []
     for i, h in enumerate(hits, 1):
         d = idx.store.document(h.doc_id)
         page = d.page(h.page)
         snippet = " ".join(page.text.split())[:160]
-        table.add_row(str(i), d.file_name, str(h.page), f"{h.score:.3f}", page.section[:40], snippet)
+        regions = hit_regions(idx, question, h)
+        shown = regions[0].text[:160] if regions else snippet
+        table.add_row(str(i), d.file_name, str(h.page), f"{h.score:.3f}", page.section[:40], shown)
         out.append(
             {
                 "doc_id": h.doc_id,
@@ -185,6 +189,7 @@ def search(
                 "score": h.score,
                 "section": page.section,
                 "snippet": snippet,
+                "regions": [r.to_dict() for r in regions],
             }
         )
     human_console(json_out).print(table)

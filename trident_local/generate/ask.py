@@ -97,6 +97,13 @@ def ask(
     else:
         ans = Answer(query.text, "Not answerable", "no pages retrieved")
     t["answer"] = time.perf_counter() - t2
+    if ans.citations:  # where on each cited page the answer sits: matching, no model call
+        from trident_local.generate.records import is_not_answerable
+        from trident_local.regions import citation_regions
+
+        t4 = time.perf_counter()
+        citation_regions(index, query.text, "" if is_not_answerable(ans.text) else ans.text, ans.citations)
+        t["regions"] = time.perf_counter() - t4
     if opts.verify and rr.hits:
         from trident_local.generate.self_check import self_check
 

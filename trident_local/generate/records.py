@@ -35,6 +35,9 @@ class Citation:
     entities: list[str] = field(default_factory=list)
     text: str = ""
     concept_hits: list[str] = field(default_factory=list)
+    # where on the page the evidence sits: {"page", "bbox" [x0, y0, x1, y1] in PDF points (top-left
+    # origin), "kind" ("cell", "row-header", "column-header", "row", "line", "block"), "text"}
+    regions: list[dict] = field(default_factory=list)
 
     @classmethod
     def from_record(cls, rec: CandidateRecord, file_name: str) -> Citation:

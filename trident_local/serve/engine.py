@@ -305,7 +305,10 @@ class Engine:
     def search(self, name: str, question: str, *, docs: list[str] | None, pool: str, k: int) -> list[dict]:
         with self.reading(name) as idx:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
-            return [asdict(h) for h in idx.search(question, pool=pool, doc=doc_ids, k=k)]
+            from trident_local.regions import hit_regions
+
+            return [{**asdict(h), "regions": [r.to_dict() for r in hit_regions(idx, question, h)]}
+                    for h in idx.search(question, pool=pool, doc=doc_ids, k=k)]
 
     def ask(self, name: str, question: str, options: AskOptions, *, docs: list[str] | None,
             min_confidence: float | None = None) -> dict[str, Any]:
@@ -320,6 +323,7 @@ class Engine:
             out = res.to_dict()
             a = res.answer
             out["evidence"] = [
+                self._region_boxes(idx, c) if c.regions else
                 self._boxes(idx, c.doc_id, c.page,
                             a.support if a.support and a.support_page == c.page else f"{a.text} {question}")
                 for c in a.citations
@@ -364,6 +368,14 @@ class Engine:
             if not 1 <= page <= n:
                 raise NotFound(f"{doc_id} has pages 1..{n}, not {page}")
             return self._boxes(idx, doc_id, page, text)
+
+    @staticmethod
+    def _region_boxes(idx: Index, c: Any) -> dict[str, Any]:
+        """The citation's regions as the page view's boxes: the cell, its row and column headers."""
+        p = idx.store.document(c.doc_id).page(c.page)
+        boxes = [{"kind": r["kind"], "label": r["kind"], "bbox": r["bbox"], "text": r["text"][:300]}
+                 for r in c.regions]
+        return {"doc_id": c.doc_id, "page": c.page, "width": p.width, "height": p.height, "boxes": boxes}
 
     @staticmethod
     def _boxes(idx: Index, doc_id: str, page: int, text: str, top: int = 3) -> dict[str, Any]:

@@ -197,7 +197,8 @@ async function showPage(docId, page, caption, ev) {
   $("page-caption").textContent = caption + (ev && ev.boxes.length ? ` — ${ev.boxes.length} evidence box(es)` : "");
   $("boxes").replaceChildren(...(ev ? ev.boxes : []).map((b) => {
     const [x0, y0, x1, y1] = b.bbox;
-    const d = el("div", { class: "box", title: b.label || b.kind });
+    const header = b.kind === "row-header" || b.kind === "column-header";
+    const d = el("div", { class: header ? "box header" : "box", title: `${b.label || b.kind}: ${b.text || ""}` });
     d.style.left = `${(100 * x0) / ev.width}%`; d.style.top = `${(100 * y0) / ev.height}%`;
     d.style.width = `${(100 * (x1 - x0)) / ev.width}%`; d.style.height = `${(100 * (y1 - y0)) / ev.height}%`;
     return d;

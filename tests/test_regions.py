@@ -1,0 +1,97 @@
+"""Regions: the cell that holds a value with its row and column headers, the rows a question points at,
+regions on answers and search hits, and the grounding scores that judge them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trident_local.evaluate.grounding import GoldBox, iou, occurrences, score_regions
+from trident_local.generate.ask import ask
+from trident_local.index import Index
+from trident_local.regions import hit_regions, page_layout, question_regions, value_regions
+from trident_local.regions.attach import layout_of
+from trident_local.regions.locate import answer_regions, norm_number, numbers
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+HELIOS = SAMPLES / "helios_annual_report_2023.pdf"
+QUESTION = "What was Helios Grid's revenue in the Coastal region in 2023?"
+
+
+@pytest.fixture(scope="module")
+def helios(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    root = tmp_path_factory.mktemp("regions")
+    pdf = shutil.copy(HELIOS, root / HELIOS.name)
+    idx = Index.create(root / "index")
+    idx.add([Path(pdf)], workers=1)
+    return idx
+
+
+def test_number_spellings_meet() -> None:
+    assert {norm_number(s) for s in ("$1,577.00", "(1,577)", "1577", "1,577")} == {"1577"}
+    assert norm_number("95.20") == "95.2" and numbers("from 74.5 to 95.2 (27.8%)") == ["74.5", "95.2", "27.8"]
+
+
+def test_a_value_is_its_cell_with_the_row_and_column_headers() -> None:
+    lay = page_layout(HELIOS, 2)
+    regs = value_regions(lay, "95.2", QUESTION)
+    assert [(r.kind, r.text) for r in regs] == [("cell", "95.2"), ("row-header", "Coastal"), ("column-header", "2023")]
+    cell, row_head, col_head = (r.bbox for r in regs)
+    assert abs(cell[1] - row_head[1]) < 2 and col_head[3] <= cell[1]  # same row; the header above
+    assert all(r.page == 2 and r.area < lay.area / 100 for r in regs)  # a cell, not the table
+
+
+def test_the_question_points_at_the_table_row_that_holds_its_words() -> None:
+    lay = page_layout(HELIOS, 2)
+    regs = question_regions(lay, QUESTION)
+    assert len(regs) == 3 and all(r.kind in ("row", "line") for r in regs)
+    assert any(r.kind == "row" and r.text.startswith("Coastal") and "95.2" in r.text for r in regs)
+
+
+def test_an_answer_whose_numbers_are_not_on_the_page_gets_no_region() -> None:
+    assert answer_regions(page_layout(HELIOS, 2), "123.4", QUESTION) == []
+    assert answer_regions(page_layout(HELIOS, 2), "95.2", QUESTION)[0].text == "95.2"
+
+
+def test_a_page_whose_source_is_gone_falls_back_to_its_stored_blocks(helios: Index, tmp_path: Path) -> None:
+    (doc_id,) = helios.store.doc_ids()
+    entry = helios.store.manifest.documents[doc_id]
+    stored = helios.store.document(doc_id).page(2)
+    lay = page_layout(tmp_path / "moved-away.pdf", 2, stored.blocks, (stored.width, stored.height))
+    assert lay.rows and lay.width == stored.width and all(len(r.cells) == 1 for r in lay.rows)
+    assert layout_of(helios, doc_id, 2).rows[0].cells[0].text  # the source is still there: its words
+    assert Path(entry.path).is_file()
+
+
+def test_ask_cites_the_cell_and_search_hits_carry_rows(helios: Index) -> None:
+    helios.models.use_profile("chat", "none")
+    res = ask(helios, QUESTION)
+    assert res.answer.text == "95.2"
+    cited = {c.page: c.regions for c in res.answer.citations}
+    assert [(r["kind"], r["text"]) for r in cited[2]][:1] == [("cell", "95.2")]
+    assert all(len(r["bbox"]) == 4 and r["page"] == p for p, regs in cited.items() for r in regs)
+    assert "regions" in res.timings
+    hit = next(h for h in helios.search(QUESTION, k=5) if h.page == 2)
+    assert any("95.2" in r.text for r in hit_regions(helios, QUESTION, hit))
+
+
+def test_grounding_scores_hits_iou_and_page_share() -> None:
+    gold = [GoldBox(2, (100.0, 100.0, 120.0, 110.0))]
+    def area(page: int) -> float:
+        return 600.0 * 800.0
+    tight = [{"page": 2, "bbox": [95.0, 98.0, 125.0, 112.0]}]
+    s = score_regions(tight, gold, area)
+    assert s["hit"] == 1.0 and 0.4 < s["iou"] < 1.0 and s["page_share"] == pytest.approx(30 * 14 / 480000)
+    whole = [{"page": 2, "bbox": [0.0, 0.0, 600.0, 800.0]}]  # contains it, but points at nothing
+    assert score_regions(whole, gold, area)["hit"] == 0.0
+    elsewhere = [{"page": 3, "bbox": [95.0, 98.0, 125.0, 112.0]}]
+    assert score_regions(elsewhere, gold, area) == {"hit": 0.0, "iou": 0.0, "page_share": pytest.approx(420 / 480000)}
+    assert iou((0, 0, 2, 2), (1, 1, 3, 3)) == pytest.approx(1 / 7)
+
+
+def test_gold_occurrences_are_found_by_value() -> None:
+    lay = page_layout(HELIOS, 2)
+    assert len(occurrences(lay, "$95.20")) == 1 and occurrences(lay, "Coastal")
+    assert occurrences(lay, "987.6") == []

@@ -1,0 +1,148 @@
+"""Grounding: do the regions handed out (search hits' rows, answer citations' cells) cover the evidence?
+
+Labels come from public QA data with no box annotation: a question is kept when its gold answer
+(numbers normalised: "$5409.00" finds "5,409") occurs one to three times on its gold pages; each
+occurrence's cell (a PyMuPDF text line) is a gold box. Scores, per question:
+
+- ``hit``: a returned region no bigger than an eighth of the page contains a gold box's centre
+  (search: any of the top-K hits; answers: any citation of the answer);
+- ``iou``: the best intersection-over-union between a returned region and a gold box (0 if none);
+- ``page_share``: the share of the page the regions on that page cover, averaged over the pages
+  that carry regions (how much a reader is asked to look at).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from trident_local.evaluate.mmlongbench import QARecord
+from trident_local.regions.attach import hit_regions, layout_of
+from trident_local.regions.layout import BBox, PageLayout
+from trident_local.regions.locate import numbers
+
+if TYPE_CHECKING:
+    from trident_local.index import Index
+
+MAX_SHARE = 1 / 8  # a region bigger than this share of the page does not count as pointing at anything
+MAX_OCCURRENCES = 3
+
+
+@dataclass
+class GoldBox:
+    page: int
+    bbox: BBox
+
+
+@dataclass
+class GroundingRow:
+    qid: int
+    doc: str
+    answer: str
+    gold: list[GoldBox]
+    search: dict[str, float] = field(default_factory=dict)
+    answer_scores: dict[str, float] = field(default_factory=dict)
+
+
+def occurrences(lay: PageLayout, answer: str) -> list[BBox]:
+    """Cells of the page that hold ``answer``: its first number where it states one, else the text."""
+    want = numbers(answer)
+    key = " ".join(answer.lower().split())
+    out = []
+    for r in lay.rows:
+        for c in r.cells:
+            found = (want[0] in numbers(c.text)) if want else (len(key) >= 3 and key in " ".join(c.text.lower().split()))
+            if found:
+                out.append(c.bbox)
+    return out
+
+
+def gold_boxes(index: Index, rec: QARecord) -> list[GoldBox]:
+    """The answer's occurrences on its gold pages; [] where it is absent or occurs more than three times."""
+    ans = rec.answer.strip()
+    if not ans or len(ans) > 60:
+        return []
+    boxes = [GoldBox(p, b) for p in rec.evidence_pages for b in occurrences(layout_of(index, rec.doc_id, p), ans)]
+    return boxes if 1 <= len(boxes) <= MAX_OCCURRENCES else []
+
+
+def iou(a: BBox, b: BBox) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _contains(box: BBox, point: tuple[float, float]) -> bool:
+    return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
+
+
+def score_regions(regions: Sequence[dict], gold: Sequence[GoldBox], page_area: Callable[[int], float]) -> dict:
+    """hit / iou / page_share of ``regions`` (dicts with page and bbox) against the gold boxes."""
+    hit, best, shares = 0.0, 0.0, {}
+    for r in regions:
+        b, area = tuple(r["bbox"]), page_area(r["page"])
+        size = (b[2] - b[0]) * (b[3] - b[1])
+        shares[r["page"]] = shares.get(r["page"], 0.0) + (size / area if area else 0.0)
+        for g in gold:
+            if g.page != r["page"]:
+                continue
+            best = max(best, iou(b, g.bbox))
+            centre = ((g.bbox[0] + g.bbox[2]) / 2, (g.bbox[1] + g.bbox[3]) / 2)
+            if area and size <= MAX_SHARE * area and _contains(b, centre):
+                hit = 1.0
+    share = sum(min(1.0, s) for s in shares.values()) / len(shares) if shares else 0.0
+    return {"hit": hit, "iou": best, "page_share": share}
+
+
+def run_grounding(
+    index: Index,
+    records: Sequence[QARecord],
+    *,
+    pool: str = "fused",
+    k: int = 5,
+    answers: bool = True,
+    min_confidence: float = 0.0,
+    on_row: Callable[[GroundingRow], None] | None = None,
+) -> list[GroundingRow]:
+    """Label each record, then score the search hits' regions and (``answers``) the answer's."""
+    from trident_local.generate.ask import ask
+    from trident_local.query import Query
+
+    rows = []
+    for rec in records:
+        if not rec.answerable or not rec.evidence_pages:
+            continue
+        gold = gold_boxes(index, rec)
+        if not gold:
+            continue
+        row = GroundingRow(rec.qid, rec.doc_name, rec.answer, gold)
+
+        def area(page: int, _doc=rec.doc_id) -> float:
+            p = index.store.document(_doc).page(page)
+            return p.width * p.height
+
+        hits = index.search(rec.question, pool=pool, doc=[rec.doc_id], k=k)
+        regs = [r.to_dict() for h in hits for r in hit_regions(index, rec.question, h)]
+        row.search = score_regions(regs, gold, area)
+        if answers:
+            res = ask(index, Query(rec.question, min_confidence=min_confidence), doc=[rec.doc_id])
+            cites = [r for c in res.answer.citations for r in c.regions]
+            row.answer_scores = score_regions(cites, gold, area)
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    return rows
+
+
+def summarize(rows: Sequence[GroundingRow]) -> dict[str, float]:
+    out: dict[str, float] = {"n": len(rows)}
+    for part in ("search", "answer_scores"):
+        scored = [getattr(r, part) for r in rows if getattr(r, part)]
+        if scored:
+            name = "search" if part == "search" else "answer"
+            for key in ("hit", "iou", "page_share"):
+                out[f"{name}_{key}"] = sum(s[key] for s in scored) / len(scored)
+    return out

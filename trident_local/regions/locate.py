@@ -1,0 +1,151 @@
+"""Where on a page the evidence sits: the rows that best match a question, the cell that holds a value
+with its row and column headers, and the regions that carry an answer's claims. No model: matching
+words and numbers against the page's layout (:mod:`trident_local.regions.layout`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from trident_local.regions.layout import Cell, PageLayout, Region, Row, union
+from trident_local.text import idf_table, terms, weighted_overlap
+
+_NUMBER = re.compile(r"\(?-?\$?\d[\d,]*(?:\.\d+)?%?\)?")
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+# A table row (a label and values) outranks a line of prose sharing as many of the question's words:
+# the questions a page is searched for mostly ask for values, and a heading repeats the question's
+# topic words without holding the value.
+TABLE_ROW_BOOST = 1.5
+HEADER_WEIGHT = 0.5
+
+
+def norm_number(s: str) -> str:
+    """One spelling per number: "$1,577.00", "(1,577)" and "1577" read "1577"; "95.20" reads "95.2"."""
+    t = s.strip().strip("()$%").replace(",", "").replace("$", "")
+    if "." in t:
+        t = t.rstrip("0").rstrip(".")
+    return t.lstrip("-") or s
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers written in ``text``, normalised, in order, without repeats."""
+    out = [norm_number(m.group()) for m in _NUMBER.finditer(text)]
+    return list(dict.fromkeys(n for n in out if any(ch.isdigit() for ch in n)))
+
+
+def _cell_numbers(c: Cell) -> set[str]:
+    return set(numbers(c.text))
+
+
+def _region(lay: PageLayout, bbox, kind: str, text: str) -> Region:
+    return Region(lay.page, tuple(bbox), kind, text)
+
+
+def _header_above(lay: PageLayout, row_i: int) -> Row | None:
+    """The nearest column-header row above a table row (within its table: prose ends the search)."""
+    for r in reversed(lay.rows[max(0, row_i - 40):row_i]):
+        if r.is_header_row:
+            return r
+        if not r.is_table_row and len(r.cells) == 1 and (r.bbox[2] - r.bbox[0]) > 0.5 * lay.width:
+            return None
+    return None
+
+
+def _row_scores(lay: PageLayout, query: str) -> list[float]:
+    """Per row, the share of the question's IDF mass it holds; a table row also reads its column
+    headings, at HEADER_WEIGHT (a value's row names the item, its column the year or measure)."""
+    q = terms(query)
+    row_terms = [terms(r.text) for r in lay.rows]
+    idf = idf_table(row_terms)
+    default = max(idf.values(), default=1.0)
+    mass = sum(idf.get(w, default) for w in set(q)) or 1.0
+    out = []
+    for i, (r, t) in enumerate(zip(lay.rows, row_terms, strict=True)):
+        s = weighted_overlap(q, t, idf, default)
+        if r.is_table_row:
+            head = _header_above(lay, i)
+            if head is not None:
+                only_head = set(terms(head.text)) - set(t)
+                s += HEADER_WEIGHT * sum(idf.get(w, default) for w in set(q) if w in only_head) / mass
+            s *= TABLE_ROW_BOOST
+        out.append(s)
+    return out
+
+
+def row_region(lay: PageLayout, row: Row) -> Region:
+    return _region(lay, row.bbox, "row" if row.is_table_row else "line", row.text)
+
+
+def question_regions(lay: PageLayout, question: str, n: int = 3) -> list[Region]:
+    """The ``n`` rows (table rows or lines of text) sharing the most of the question's rarer words."""
+    if not lay.rows:
+        return []
+    scores = _row_scores(lay, question)
+    best = sorted(range(len(lay.rows)), key=lambda i: -scores[i])[:n]
+    return [row_region(lay, lay.rows[i]) for i in best if scores[i] > 0]
+
+
+def _column_header(lay: PageLayout, row_i: int, cell: Cell) -> Cell | None:
+    """The nearest cell above ``cell`` in its column that is a label or a year, not another value."""
+    x0, x1 = cell.bbox[0], cell.bbox[2]
+    for r in reversed(lay.rows[max(0, row_i - 40):row_i]):
+        if len(r.cells) == 1 and (r.cells[0].bbox[2] - r.cells[0].bbox[0]) > 0.5 * lay.width:
+            return None  # a line of prose: the table (if any) ended
+        for c in r.cells:
+            if min(x1, c.bbox[2]) - max(x0, c.bbox[0]) > 0:
+                label = not c.numeric and sum(ch.isalnum() for ch in c.text) >= 2  # not a dash or a "$"
+                if label or _YEAR.match(c.text.strip()):
+                    return c
+                break
+    return None
+
+
+def value_regions(lay: PageLayout, value: str, question: str = "") -> list[Region]:
+    """The cell holding ``value`` (a number, or a short string), with its row header and column header
+    as extra regions; where it occurs more than once, the occurrence whose row best matches the question."""
+    want = numbers(value)
+    key = " ".join(value.lower().split())
+    hits: list[tuple[int, Cell]] = []
+    for i, r in enumerate(lay.rows):
+        for c in r.cells:
+            if (want and want[0] in _cell_numbers(c)) or (not want and key and key in c.text.lower()):
+                hits.append((i, c))
+    if not hits:
+        return []
+    scores = _row_scores(lay, question) if question else [0.0] * len(lay.rows)
+    row_i, cell = max(hits, key=lambda h: scores[h[0]])
+    row = lay.rows[row_i]
+    if not row.is_table_row:  # a value in running text: its line is the region
+        return [_region(lay, cell.bbox, "line", cell.text)]
+    out = [_region(lay, cell.bbox, "cell", cell.text)]
+    label = row.cells[0]
+    if label is not cell and not label.numeric:
+        out.append(_region(lay, label.bbox, "row-header", label.text))
+    head = _column_header(lay, row_i, cell)
+    if head is not None:
+        out.append(_region(lay, head.bbox, "column-header", head.text))
+    return out
+
+
+def answer_regions(lay: PageLayout, answer: str, question: str, n: int = 2) -> list[Region]:
+    """Regions that carry ``answer`` on this page: the cells of the numbers it states (each with its
+    headers; none where the page lacks them), else the rows sharing most of its words (the
+    question's words break ties)."""
+    out: list[Region] = []
+    stated = numbers(answer)[:3]
+    for num in stated:
+        found = value_regions(lay, num, question)
+        if found:
+            out += [r for r in found if r.bbox not in {o.bbox for o in out}]
+    if out or stated:  # a page without the numbers the answer states does not carry it
+        return out
+    return question_regions(lay, f"{answer} {answer} {question}", n)
+
+
+def share_of_page(regions: Sequence[Region], lay: PageLayout) -> float:
+    """The share of the page the regions cover (their boxes' areas, overlaps counted once per box)."""
+    return min(1.0, sum(r.area for r in regions) / lay.area) if lay.area else 0.0
+
+
+def bbox_union(regions: Sequence[Region]):
+    return union(r.bbox for r in regions)
