@@ -110,3 +110,42 @@ def test_upload_shows_progress_and_the_new_document(page, tmp_path: Path) -> Non
     page.click("#upload")
     page.wait_for_selector("#status.error")
     assert "not a PDF" in page.inner_text("#status")
+
+
+@pytest.fixture(scope="module")
+def demo_page(tmp_path_factory: pytest.TempPathFactory):
+    """The demo's report alone in an index, served, in its own browser page."""
+    from trident_local.index import Index
+    from trident_local.serve import Settings, create_app
+
+    d = tmp_path_factory.mktemp("demo")
+    pdf = Path(shutil.copy(ROOT / "samples" / "helios_annual_report_2023.pdf", d / "helios_annual_report_2023.pdf"))
+    Index.create(d / "idx").add([pdf], workers=1)
+    with uvicorn_thread(create_app(Settings(indexes={"demo": str(d / "idx")}))) as url, \
+            playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.goto(url)
+        yield pg
+        browser.close()
+
+
+def test_the_demo_answer_outlines_its_cell_and_headers_on_the_page(demo_page) -> None:
+    pg = demo_page
+    pg.wait_for_selector("#doclist label")
+    pg.fill("#question", "What was Helios Grid's revenue in the Coastal region in 2023?")
+    pg.keyboard.press("Control+Enter")
+    pg.wait_for_selector("#answer .cite", timeout=120_000)
+    assert "95.2" in pg.inner_text("#answer")
+    pg.locator("#answer-text .cite").first.click()
+    img = pg.locator("#page-img")
+    deadline = time.monotonic() + 60
+    while not img.evaluate("i => i.complete && i.naturalWidth > 0") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    boxes = pg.locator("#boxes div")
+    seen = {boxes.nth(i).get_attribute("title"): boxes.nth(i).get_attribute("class") for i in range(boxes.count())}
+    assert seen == {"cell: 95.2": "box", "row-header: Coastal": "box header", "column-header: 2023": "box header"}
+    cell = boxes.first.bounding_box()
+    page_img = img.bounding_box()
+    assert cell["width"] * cell["height"] < page_img["width"] * page_img["height"] / 100  # a cell, not the table
+    shot(pg, "cell")
