@@ -21,7 +21,7 @@ def layout_of(index: Index, doc_id: str, page: int) -> PageLayout:
     return page_layout(entry.path, page, stored.blocks, (stored.width, stored.height))
 
 
-def hit_regions(index: Index, question: str, hit: Hit, n: int = 3) -> list[Region]:
+def hit_regions(index: Index, question: str, hit: Hit, n: int = 5) -> list[Region]:
     """The ``n`` rows or lines of the hit's page that best match the question."""
     return question_regions(layout_of(index, hit.doc_id, hit.page), question, n)
 

@@ -17,6 +17,7 @@ _YEAR = re.compile(r"^(?:19|20)\d\d$")
 # topic words without holding the value.
 TABLE_ROW_BOOST = 1.5
 HEADER_WEIGHT = 0.5
+NEIGHBOUR_WEIGHT = 0.5
 
 
 def norm_number(s: str) -> str:
@@ -69,6 +70,12 @@ def _row_scores(lay: PageLayout, query: str) -> list[float]:
                 s += HEADER_WEIGHT * sum(idf.get(w, default) for w in set(q) if w in only_head) / mass
             s *= TABLE_ROW_BOOST
         out.append(s)
+    if NEIGHBOUR_WEIGHT:  # a sentence runs over lines: a line also reads the lines just above and below
+        own = list(out)
+        for i, r in enumerate(lay.rows):
+            if not r.is_table_row:
+                near = [own[j] for j in (i - 1, i + 1) if 0 <= j < len(own) and not lay.rows[j].is_table_row]
+                out[i] += NEIGHBOUR_WEIGHT * max(near, default=0.0)
     return out
 
 
