@@ -72,9 +72,10 @@ def _row_scores(lay: PageLayout, query: str) -> list[float]:
         out.append(s)
     if NEIGHBOUR_WEIGHT:  # a sentence runs over lines: a line also reads the lines just above and below
         own = list(out)
-        for i, r in enumerate(lay.rows):
-            if not r.is_table_row:
-                near = [own[j] for j in (i - 1, i + 1) if 0 <= j < len(own) and not lay.rows[j].is_table_row]
+        prose = [len(r.cells) == 1 for r in lay.rows]
+        for i in range(len(lay.rows)):
+            if prose[i]:
+                near = [own[j] for j in (i - 1, i + 1) if 0 <= j < len(own) and prose[j]]
                 out[i] += NEIGHBOUR_WEIGHT * max(near, default=0.0)
     return out
 
