@@ -74,6 +74,8 @@ def commands(d: Path) -> dict[tuple[str, ...], list[str]]:
         ("eval", "retrieval"): ["eval", "retrieval", "--index", ix, "--dataset", str(d / "mmlb.json"),
                                 "--pool", "bm25"],
         ("eval", "qa"): ["eval", "qa", "--index", ix, "--dataset", str(d / "mmlb.json"), "--pool", "bm25"],
+        ("eval", "grounding"): ["eval", "grounding", "--index", ix, "--dataset", str(d / "mmlb.json"),
+                                "--pool", "bm25"],
         ("eval", "citations", "build"): ["eval", "citations", "build", "--index", ix, "--dataset",
                                          str(d / "mmlb.json"), "--out", str(d / "inst.jsonl")],
         ("eval", "citations", "run"): ["eval", "citations", "run", "--index", ix, "--instances",

@@ -108,7 +108,7 @@ def run_grounding(
     on_row: Callable[[GroundingRow], None] | None = None,
 ) -> list[GroundingRow]:
     """Label each record, then score the search hits' regions and (``answers``) the answer's."""
-    from trident_local.generate.ask import ask
+    from trident_local.generate.ask import AskOptions, ask
     from trident_local.query import Query
 
     rows = []
@@ -128,7 +128,8 @@ def run_grounding(
         regs = [r.to_dict() for h in hits for r in hit_regions(index, rec.question, h)]
         row.search = score_regions(regs, gold, area)
         if answers:
-            res = ask(index, Query(rec.question, min_confidence=min_confidence), doc=[rec.doc_id])
+            res = ask(index, Query(rec.question, min_confidence=min_confidence), AskOptions(pool=pool),
+                      doc=[rec.doc_id])
             cites = [r for c in res.answer.citations for r in c.regions]
             row.answer_scores = score_regions(cites, gold, area)
         rows.append(row)
