@@ -37,20 +37,27 @@ def server(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def page(server: str):
+def browser():
+    """One Playwright and one chromium for the module (a second sync Playwright cannot start beside it)."""
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        pg = browser.new_page(viewport={"width": 1400, "height": 900})
-        outside: list[str] = []
-        pg.on("request", lambda r: outside.append(r.url) if not r.url.startswith(server) and
-              not r.url.startswith("blob:") and not r.url.startswith("data:") else None)
-        blocked: list[str] = []  # the page must work under its own Content-Security-Policy
-        pg.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
-        pg.goto(server)
-        yield pg
-        assert outside == [], f"the page fetched outside resources: {outside}"
-        assert blocked == [], f"the page broke its CSP: {blocked}"
-        browser.close()
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def page(server: str, browser):
+    pg = browser.new_page(viewport={"width": 1400, "height": 900})
+    outside: list[str] = []
+    pg.on("request", lambda r: outside.append(r.url) if not r.url.startswith(server) and
+          not r.url.startswith("blob:") and not r.url.startswith("data:") else None)
+    blocked: list[str] = []  # the page must work under its own Content-Security-Policy
+    pg.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
+    pg.goto(server)
+    yield pg
+    assert outside == [], f"the page fetched outside resources: {outside}"
+    assert blocked == [], f"the page broke its CSP: {blocked}"
+    pg.close()
 
 
 SHOTS = ROOT / "docs" / "screenshots" if os.environ.get("TRIDENT_SCREENSHOTS") == "1" else None
@@ -113,7 +120,7 @@ def test_upload_shows_progress_and_the_new_document(page, tmp_path: Path) -> Non
 
 
 @pytest.fixture(scope="module")
-def demo_page(tmp_path_factory: pytest.TempPathFactory):
+def demo_page(tmp_path_factory: pytest.TempPathFactory, browser):
     """The demo's report alone in an index, served, in its own browser page."""
     from trident_local.index import Index
     from trident_local.serve import Settings, create_app
@@ -121,13 +128,11 @@ def demo_page(tmp_path_factory: pytest.TempPathFactory):
     d = tmp_path_factory.mktemp("demo")
     pdf = Path(shutil.copy(ROOT / "samples" / "helios_annual_report_2023.pdf", d / "helios_annual_report_2023.pdf"))
     Index.create(d / "idx").add([pdf], workers=1)
-    with uvicorn_thread(create_app(Settings(indexes={"demo": str(d / "idx")}))) as url, \
-            playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    with uvicorn_thread(create_app(Settings(indexes={"demo": str(d / "idx")}))) as url:
         pg = browser.new_page(viewport={"width": 1400, "height": 1000})
         pg.goto(url)
         yield pg
-        browser.close()
+        pg.close()
 
 
 def test_the_demo_answer_outlines_its_cell_and_headers_on_the_page(demo_page) -> None:
