@@ -15,8 +15,6 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from trident_local.text import keyword_text
-
 BBox = tuple[float, float, float, float]
 _YEAR = re.compile(r"^(?:FY ?)?(?:19|20)\d\d$")
 
@@ -49,10 +47,6 @@ class Region:
 class Cell:
     bbox: BBox
     text: str
-    key: str = ""  # keyword_text of the text, lower case: what matching reads
-
-    def __post_init__(self) -> None:
-        self.key = keyword_text(self.text).lower()
 
     @property
     def y(self) -> float:
