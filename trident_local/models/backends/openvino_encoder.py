@@ -50,6 +50,19 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
+
+@functools.cache
+def _numpy_bridge_ready() -> None:
+    """Make OpenVINO's bindings set up their numpy API now, in one thread.
+
+    pybind11 initialises it on the first numpy view of a tensor, behind a GIL-aware once-flag; the
+    service's first concurrent asks (8 threads filling request tensors at once) deadlocked in that
+    initialisation, every thread idle, the process alive. The encoder is built under the model
+    cache's lock, so doing it here means no two threads ever race on it."""
+    import openvino as ov
+
+    np.asarray(ov.Tensor(np.zeros((1, 1), dtype=np.int64)).data)
+
 MODEL_FILE = "model.xml"
 META_FILE = "encoder.json"  # pooling, tokenizer settings and the precisions whose check passed
 TOKENIZER_FILE = "tokenizer.json"
@@ -307,6 +320,7 @@ class _Compiled(abc.ABC):
         self._inputs = [i.get_any_name() for i in self._compiled.inputs]
         self._output = self._compiled.output(0)
         self._local = threading.local()
+        _numpy_bridge_ready()
 
     def token_embeddings(self, feats: dict[str, np.ndarray]) -> np.ndarray:
         req = getattr(self._local, "request", None)
