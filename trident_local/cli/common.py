@@ -115,6 +115,17 @@ def human_console(json_out: str | Path | None) -> Console:
     return err_console if json_out is not None and str(json_out) == STDOUT else console
 
 
+def print_summary(json_out: str | Path | None, title: str, summary: dict[str, Any]) -> None:
+    """An evaluation's summary as a one-row table (counts as integers, rates to three decimals)."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for key in summary:
+        table.add_column(key, justify="right")
+    table.add_row(*[str(v) if isinstance(v, int) else f"{v:.3f}" for v in summary.values()])
+    human_console(json_out).print(table)
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn TridentError into one red line and exit status 2 (no traceback)."""

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from trident_local.cli.common import (
     cli_command,
     err_console,
-    human_console,
     json_option,
     load_benchmark,
+    print_summary,
     write_json,
 )
 from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, DatasetAdapter
@@ -60,11 +59,7 @@ def grounding(
         records = [r for r in records if gold_boxes(idx, r)][:limit]
     run_grounding(idx, records, pool=pool, k=k, answers=answers, min_confidence=min_confidence, on_row=on_row)
     s = summarize(rows)
-    table = Table(title=f"grounding on {dataset.name}: {s['n']} labelled questions ({pool}, K = {k})")
-    for key in s:
-        table.add_column(key, justify="right")
-    table.add_row(*[str(v) if key == "n" else f"{v:.3f}" for key, v in s.items()])
-    human_console(json_out).print(table)
+    print_summary(json_out, f"grounding on {dataset.name}: {s['n']} labelled questions ({pool}, K = {k})", s)
     write_json(json_out, {"dataset": str(dataset), "pool": pool, "k": k, **s, "rows": [asdict(r) for r in rows]})
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from trident_local.cli.common import (
     cli_command,
     err_console,
-    human_console,
     json_option,
     load_benchmark,
+    print_summary,
     write_json,
 )
 from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, RAY, WORKERS, DatasetAdapter
@@ -107,11 +106,7 @@ def retrieval(
     report = run_resumable(run_out, settings, RunRow, fresh=fresh, records=records, label=f"{pool}", run=run)
     s = report.summary
     title = f"{pool}" + (f" + annotated rerank ({fields})" if rerank == "annotated" else "")
-    table = Table(title=f"{title} on {dataset.name}: {s['n']} answerable questions")
-    for key in s:
-        table.add_column(key, justify="right")
-    table.add_row(*[str(v) if isinstance(v, int) else f"{v:.3f}" for v in s.values()])
-    human_console(json_out).print(table)
+    print_summary(json_out, f"{title} on {dataset.name}: {s['n']} answerable questions", s)
     extra = {"rerank": rerank}
     if rerank == "annotated":
         extra.update(fields=fields, rerank_fallbacks=report.fallbacks)
