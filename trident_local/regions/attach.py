@@ -29,8 +29,7 @@ def hit_regions(index: Index, question: str, hit: Hit, n: int = 5) -> list[Regio
 def citation_regions(index: Index, question: str, answer: str, citations: Sequence[Any]) -> None:
     """Set ``regions`` on every citation (anything with doc_id, page and regions): where the answer's
     values or words sit on that page; with ``answer`` "" (an abstention) the rows that match the question."""
-    text = answer
     for c in citations:
         lay = layout_of(index, c.doc_id, c.page)
-        regs = answer_regions(lay, text, question) if text else question_regions(lay, question)
+        regs = answer_regions(lay, answer, question) if answer else question_regions(lay, question)
         c.regions = [r.to_dict() for r in regs]

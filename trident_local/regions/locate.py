@@ -5,13 +5,11 @@ words and numbers against the page's layout (:mod:`trident_local.regions.layout`
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
-from trident_local.regions.layout import Cell, PageLayout, Region, Row, union
+from trident_local.regions.layout import Cell, PageLayout, Region, Row
 from trident_local.text import idf_table, terms, weighted_overlap
 
 _NUMBER = re.compile(r"\(?-?\$?\d[\d,]*(?:\.\d+)?%?\)?")
-_YEAR = re.compile(r"^(?:19|20)\d\d$")
 # A table row (a label and values) outranks a line of prose sharing as many of the question's words:
 # the questions a page is searched for mostly ask for values, and a heading repeats the question's
 # topic words without holding the value.
@@ -102,7 +100,7 @@ def _column_header(lay: PageLayout, row_i: int, cell: Cell) -> Cell | None:
         for c in r.cells:
             if min(x1, c.bbox[2]) - max(x0, c.bbox[0]) > 0:
                 label = not c.numeric and sum(ch.isalnum() for ch in c.text) >= 2  # not a dash or a "$"
-                if label or _YEAR.match(c.text.strip()):
+                if label or (c.numeric and not c.value):  # a year heading its column
                     return c
                 break
     return None
@@ -148,12 +146,3 @@ def answer_regions(lay: PageLayout, answer: str, question: str, n: int = 2) -> l
     if out or stated:  # a page without the numbers the answer states does not carry it
         return out
     return question_regions(lay, f"{answer} {answer} {question}", n)
-
-
-def share_of_page(regions: Sequence[Region], lay: PageLayout) -> float:
-    """The share of the page the regions cover (their boxes' areas, overlaps counted once per box)."""
-    return min(1.0, sum(r.area for r in regions) / lay.area) if lay.area else 0.0
-
-
-def bbox_union(regions: Sequence[Region]):
-    return union(r.bbox for r in regions)
