@@ -69,6 +69,8 @@ def run(
     batch_size: int = typer.Option(16, min=1, help="Requests per model call batch."),
     max_tokens: int = typer.Option(160, min=8, help="Tokens per judge reply (model judges)."),
     outcomes: Path = typer.Option(None, help="Write per-instance outcomes as JSONL."),
+    regions: bool = typer.Option(True, "--regions/--no-regions", help="The region check before the page policy "
+                                 "(off: page-level judging only, as before regions)."),
 ) -> None:
     """Binary accuracy, recalls, and correction metrics (precision before -> after, retention, coverage, fix-reach)."""
     from rich.progress import Progress
@@ -99,7 +101,7 @@ def run(
         res = run_citations(Index.open(index_dir), instances, text=text_judge, image=image_judge, window=window,
                             params=scorer_params, calibrate=calibrate, objective=objective, split=split,
                             n_boot=bootstrap, seed=seed,
-                            batch_size=batch_size, max_tokens=max_tokens,
+                            batch_size=batch_size, max_tokens=max_tokens, regions=regions,
                             on_progress=lambda k: progress.advance(task, k))
     res["config"]["instances"] = str(instances_path)
     c = res["counts"]

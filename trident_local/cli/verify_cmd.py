@@ -47,6 +47,13 @@ def _short(s: str, n: int = 70) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _region_text(r) -> str:
+    """The supporting region's text ("95.2 | Coastal | 2023"), else what the region check found."""
+    if r.regions:
+        return _short(" | ".join(x["text"] for x in r.regions[:3]), 40)
+    return _short(r.region_check, 40)
+
+
 @cli_command
 def verify(
     answer: str = typer.Argument(..., help="Answer file (.txt with \\[p. N] markers, or .json with claims), '-' "
@@ -59,9 +66,13 @@ def verify(
     image_judge: str = typer.Option("same", "--image-judge", help="VLM profile for the image channel, 'none', "
                                     "or 'same' (the text judge's model when it takes images)."),
     decompose: str = typer.Option(None, "--decompose", help="Chat profile that splits claims into atomic ones."),
+    regions: bool = typer.Option(True, "--regions/--no-regions", help="Locate each claim's numbers on its cited "
+                                 "page (the cell with its headers, or the cells it is computed from): a page "
+                                 "whose regions state the claim keeps the citation, pointed at them."),
     json_out: str = json_option("the report"),
 ) -> None:
-    """Judge each claim on its cited page, then keep / fix-page / remove / flag, and print the corrected answer."""
+    """Judge each claim on its cited page, then keep / fix-region / fix-page / remove / flag, and print the
+    corrected answer."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -69,18 +80,18 @@ def verify(
 
     parsed_answer = read_answer(answer)
     verifier = Verifier.from_index(index_dir, text=text_judge, image=image_judge, window=window,
-                                   decompose_with=decompose)
+                                   decompose_with=decompose, regions=regions)
     report = verifier.verify(parsed_answer, doc)
     write_json(json_out, {**report.to_dict(), "runtime": runtime_report()})
     table = Table(title=f"{report.file_name}: {len(report.results)} citation(s), window ±{report.window}")
-    for col in ("claim", "text", "page", "text ch.", "image ch.", "verdict", "action", "→ page", "flags"):
+    for col in ("claim", "text", "page", "text ch.", "image ch.", "verdict", "action", "→ page", "region", "flags"):
         table.add_column(col, overflow="fold")
-    colors = {"keep": "green", "fix-page": "yellow", "remove": "red", "flag": "magenta"}
+    colors = {"keep": "green", "fix-region": "cyan", "fix-page": "yellow", "remove": "red", "flag": "magenta"}
     for r in report.results:
         ch = {j.channel: j.verdict + (f" {j.score:.2f}" if j.score is not None else "") for j in r.judgements}
         table.add_row(r.claim.claim_id, escape(_short(r.claim.text)), str(r.cited_page), ch.get("text", "-"),
                       ch.get("image", "-"), r.verdict, f"[{colors.get(r.action, 'white')}]{r.action}[/]",
-                      str(r.new_page or ""), ", ".join(r.flags))
+                      str(r.new_page or ""), escape(_region_text(r)), ", ".join(r.flags))
     console.print(table)
     console.print(f"judges: {', '.join(f'{k}={v}' for k, v in report.judges.items())}; "
                   f"model calls: {report.model_calls}", highlight=False)

@@ -7,8 +7,8 @@ ratios exactly (:func:`bootstrap_ci`).
 
 Definitions (an instance is one claim cited to one page; "predicted supported" =
 the merged verdict on the cited page is "supported"; after repair a citation
-"remains" when the action is keep, flag or fix-page, and it points at the cited
-page, or at ``new_page`` after fix-page; it is "correct" when the claim is true
+"remains" when the action is keep, flag, fix-region or fix-page, and it points at the
+cited page, or at ``new_page`` after fix-page; it is "correct" when the claim is true
 (label supported or wrong_location) and the page it points at is a gold page):
 
 - binary_accuracy: predicted supported == (label is supported), over all instances;
@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 SUPPORTED, WRONG_LOCATION, UNSUPPORTED = "supported", "wrong_location", "unsupported"
-KEEP, FIX_PAGE, REMOVE, FLAG = "keep", "fix-page", "remove", "flag"
+KEEP, FIX_PAGE, REMOVE, FLAG, FIX_REGION = "keep", "fix-page", "remove", "flag", "fix-region"
+ON_CITED_PAGE = (KEEP, FLAG, FIX_REGION)  # actions that leave the citation on its page
 
 METRICS: tuple[str, ...] = (
     "binary_accuracy",
@@ -61,7 +62,7 @@ class Outcome:
     cited_page: int
     gold_pages: list[int]
     verdict: str  # merged verdict on the cited page
-    action: str  # keep | fix-page | remove | flag
+    action: str  # keep | fix-region | fix-page | remove | flag
     new_page: int | None = None
     n_pages: int = 0
     flags: list[str] = field(default_factory=list)
@@ -72,13 +73,13 @@ class Outcome:
 
 
 def remains(o: Outcome) -> bool:
-    return o.action in (KEEP, FLAG) or (o.action == FIX_PAGE and o.new_page is not None)
+    return o.action in ON_CITED_PAGE or (o.action == FIX_PAGE and o.new_page is not None)
 
 
 def final_page(o: Outcome) -> int | None:
     if o.action == FIX_PAGE:
         return o.new_page
-    return o.cited_page if o.action in (KEEP, FLAG) else None
+    return o.cited_page if o.action in ON_CITED_PAGE else None
 
 
 def correct_after(o: Outcome) -> bool:

@@ -72,14 +72,16 @@ def run_citations(
     max_tokens: int = 160,
     chunk: int = 64,
     on_progress: Callable[[int], None] | None = None,
+    regions: bool = True,
 ) -> dict[str, Any]:
-    """Verify every instance of ``split`` ("test", "calib" or "all") and return metrics, CIs and outcomes."""
+    """Verify every instance of ``split`` ("test", "calib" or "all") and return metrics, CIs and outcomes.
+    ``regions``: the region check before the page policy (off: page-level judging only)."""
     from trident_local.verify.judge_text import NoModelSupportScorer
     from trident_local.verify.pipeline import Verifier
 
     t0 = time.perf_counter()
     verifier = Verifier.from_index(index, text=text, image=image, window=window, params=params,
-                                   batch_size=batch_size, max_tokens=max_tokens)
+                                   batch_size=batch_size, max_tokens=max_tokens, regions=regions)
     store = verifier.store
     doc_map = _check_docs(store, instances)
     calibration: dict[str, Any] | None = None
@@ -127,6 +129,7 @@ def run_citations(
         "config": {
             "split": split,
             "window": window,
+            "regions": verifier.regions,
             "judges": verifier.judges,
             "text_profile": text,
             "image_profile": image,

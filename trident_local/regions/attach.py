@@ -12,12 +12,14 @@ from trident_local.regions.locate import answer_regions, question_regions
 if TYPE_CHECKING:
     from trident_local.index import Index
     from trident_local.retrieve.base import Hit
+    from trident_local.store.index_store import IndexStore
 
 
-def layout_of(index: Index, doc_id: str, page: int) -> PageLayout:
+def layout_of(index: Index | IndexStore, doc_id: str, page: int) -> PageLayout:
     """The page's layout from its source PDF; the blocks stored at ingest where the source is gone."""
-    entry = index.store.manifest.documents[doc_id]
-    stored = index.store.document(doc_id).page(page)
+    store = getattr(index, "store", index)
+    entry = store.manifest.documents[doc_id]
+    stored = store.document(doc_id).page(page)
     return page_layout(entry.path, page, stored.blocks, (stored.width, stored.height))
 
 

@@ -50,7 +50,7 @@ def _header_above(lay: PageLayout, row_i: int) -> Row | None:
     return None
 
 
-def _row_scores(lay: PageLayout, query: str) -> list[float]:
+def row_scores(lay: PageLayout, query: str) -> list[float]:
     """Per row, the share of the question's IDF mass it holds; a table row also reads its column
     headings, at HEADER_WEIGHT (a value's row names the item, its column the year or measure)."""
     q = terms(query)
@@ -86,7 +86,7 @@ def question_regions(lay: PageLayout, question: str, n: int = 3) -> list[Region]
     """The ``n`` rows (table rows or lines of text) sharing the most of the question's rarer words."""
     if not lay.rows:
         return []
-    scores = _row_scores(lay, question)
+    scores = row_scores(lay, question)
     best = sorted(range(len(lay.rows)), key=lambda i: -scores[i])[:n]
     return [row_region(lay, lay.rows[i]) for i in best if scores[i] > 0]
 
@@ -109,6 +109,12 @@ def _column_header(lay: PageLayout, row_i: int, cell: Cell) -> Cell | None:
 def value_regions(lay: PageLayout, value: str, question: str = "") -> list[Region]:
     """The cell holding ``value`` (a number, or a short string), with its row header and column header
     as extra regions; where it occurs more than once, the occurrence whose row best matches the question."""
+    return locate_value(lay, value, question)[0]
+
+
+def locate_value(lay: PageLayout, value: str, question: str = "") -> tuple[list[Region], float]:
+    """:func:`value_regions` and how well the chosen occurrence's row (with its column headings and the
+    lines beside it) matches ``question``: the share of the question's IDF mass, 0 where absent."""
     want = numbers(value)
     key = " ".join(value.lower().split())
     hits: list[tuple[int, Cell]] = []
@@ -117,12 +123,12 @@ def value_regions(lay: PageLayout, value: str, question: str = "") -> list[Regio
             if (want and want[0] in _cell_numbers(c)) or (not want and key and key in c.text.lower()):
                 hits.append((i, c))
     if not hits:
-        return []
-    scores = _row_scores(lay, question) if question else [0.0] * len(lay.rows)
+        return [], 0.0
+    scores = row_scores(lay, question) if question else [0.0] * len(lay.rows)
     row_i, cell = max(hits, key=lambda h: scores[h[0]])
     row = lay.rows[row_i]
     if not row.is_table_row:  # a value in running text: its line is the region
-        return [_region(lay, cell.bbox, "line", cell.text)]
+        return [_region(lay, cell.bbox, "line", cell.text)], scores[row_i]
     out = [_region(lay, cell.bbox, "cell", cell.text)]
     label = row.cells[0]
     if label is not cell and not label.numeric:
@@ -130,7 +136,7 @@ def value_regions(lay: PageLayout, value: str, question: str = "") -> list[Regio
     head = _column_header(lay, row_i, cell)
     if head is not None:
         out.append(_region(lay, head.bbox, "column-header", head.text))
-    return out
+    return out, scores[row_i]
 
 
 def answer_regions(lay: PageLayout, answer: str, question: str, n: int = 2) -> list[Region]:

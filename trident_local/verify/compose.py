@@ -6,7 +6,9 @@ is dropped; any other cited sentence is rewritten as its claims, each followed b
 its new canonical marker ("[p. 4]", "[pp. 4, 6]"). Uncited sentences are copied.
 
 JSON answers: ``claims`` keeps the claims that still cite a page (with their new
-pages); the others move to ``removed_claims``. The free-text ``answer`` field is
+pages, and ``regions``: the boxes that state the claim's values on those pages, where
+the region check found them, else the regions the claim cited); the others move to
+``removed_claims``. The free-text ``answer`` field is
 left as given (it is not where the citations live).
 """
 
@@ -45,7 +47,15 @@ def compose(parsed: ParsedAnswer, results: list[ClaimResult]) -> str | dict[str,
     pages = claim_pages(parsed, results)
     if parsed.format == "json" and isinstance(parsed.original, dict) and "claims" in parsed.original:
         out = copy.deepcopy(parsed.original)
-        out["claims"] = [{"text": c.text, "pages": p} for c, p in zip(parsed.claims, pages, strict=True) if p]
+        found: dict[str, list[dict[str, Any]]] = {}
+        for r in results:
+            found.setdefault(r.claim.claim_id, []).extend(r.regions)
+
+        def kept(c: Any, p: list[int]) -> dict[str, Any]:
+            regions = found.get(c.claim_id) or [r for r in c.regions if r.get("page") in p]
+            return {"text": c.text, "pages": p, **({"regions": regions} if regions else {})}
+
+        out["claims"] = [kept(c, p) for c, p in zip(parsed.claims, pages, strict=True) if p]
         removed = [{"text": c.text, "pages": c.pages} for c, p in zip(parsed.claims, pages, strict=True) if not p]
         if removed:
             out["removed_claims"] = removed

@@ -237,6 +237,21 @@ def _pages_of(value: Any) -> list[int]:
     return [p for p in dict.fromkeys(out) if p >= 1]
 
 
+def _regions_of(value: Any) -> tuple[list[dict[str, Any]], int]:
+    """The well-formed boxes of a claim's ``regions`` ({"page": int, "bbox": [x0, y0, x1, y1]}) and how
+    many were not."""
+    if not isinstance(value, list):
+        return [], int(value is not None)
+    good = []
+    for r in value:
+        ok = (isinstance(r, dict) and isinstance(r.get("page"), int) and r["page"] >= 1
+              and isinstance(r.get("bbox"), list) and len(r["bbox"]) == 4
+              and all(isinstance(v, int | float) for v in r["bbox"]))
+        if ok:
+            good.append({**r, "bbox": [float(v) for v in r["bbox"]]})
+    return good, len(value) - len(good)
+
+
 def parse_json(obj: dict[str, Any]) -> ParsedAnswer:
     """Claims from ``{"answer": ..., "claims": [{"text": ..., "pages": [...]}]}``."""
     if not isinstance(obj, dict):
@@ -259,12 +274,15 @@ def parse_json(obj: dict[str, Any]) -> ParsedAnswer:
             parsed.warnings.append(f"claim {i + 1}: not an object with a 'text' string; skipped")
             continue
         pages = _pages_of(c.get("pages", c.get("page", [])))
+        regions, bad = _regions_of(c.get("regions"))
+        if bad:
+            parsed.warnings.append(f"claim {i + 1}: {bad} region(s) without a page and a 4-number bbox; ignored")
         sent = Sentence(text=c["text"].strip(), gap="\n")
         if pages:
             sent.claims.append(len(parsed.claims))
             parsed.claims.append(
                 Claim(text=c["text"].strip(), pages=pages, claim_id=f"c{len(parsed.claims) + 1}", sentence=i,
-                      source="json")
+                      source="json", regions=regions)
             )
         else:
             parsed.warnings.append(f"claim {i + 1} cites no page; not verified")

@@ -24,9 +24,12 @@ from trident_local.verify.compose import compose
 from trident_local.verify.judge_common import Judge, JudgeItem, PageSource, StorePages
 from trident_local.verify.merge import merge
 from trident_local.verify.parse import decompose, parse_answer
-from trident_local.verify.repair import decide, needs_window, window_pages
+from trident_local.verify.regions import RegionCheck, check_claim, cited_region_holds
+from trident_local.verify.repair import decide, needs_window, region_decision, window_pages
 from trident_local.verify.types import (
+    FIX_PAGE,
     IMAGE,
+    SUPPORTED,
     TEXT,
     UNSUPPORTED,
     Claim,
@@ -49,6 +52,7 @@ class Verifier:
         window: int = 2,
         decomposer: Any = None,
         store: Any = None,
+        regions: bool = True,
     ):
         if text_judge is None and image_judge is None:
             raise TridentError("verification needs at least one judge (text or image channel)")
@@ -60,6 +64,8 @@ class Verifier:
         self.window = window
         self.decomposer = decomposer
         self.store = store
+        # Region checks read the source PDFs' layout, so they need the index (``store``).
+        self.regions = regions and store is not None
         self.pages_judged = 0  # (claim, page) items sent to the judges: cited pages + window pages
 
     @classmethod
@@ -74,6 +80,7 @@ class Verifier:
         params: Any = None,
         batch_size: int = 16,
         max_tokens: int | None = None,
+        regions: bool = True,
     ) -> Verifier:
         """Build judges from model profiles.
 
@@ -82,7 +89,8 @@ class Verifier:
         text model when it takes images). ``decompose_with``: a chat profile for atomic
         claim decomposition (off by default). ``params``: ScorerParams for the no-model scorer.
         ``batch_size`` / ``max_tokens``: requests per chat call / tokens per judge reply (default:
-        the longest reply the judge schema admits).
+        the longest reply the judge schema admits). ``regions``: run the region check (where on the
+        page the claim's values are) before the page policy.
         """
         from trident_local.index import Index
         from trident_local.models.profiles import NO_MODEL
@@ -121,7 +129,8 @@ class Verifier:
         elif image.lower() != NO_MODEL:
             image_judge = VLMImageJudge(model(image), pages, batch_size=batch_size, max_tokens=max_tokens)
         decomposer = model(decompose_with) if decompose_with and decompose_with.lower() != NO_MODEL else None
-        return cls(pages, text_judge, image_judge, window=window, decomposer=decomposer, store=store)
+        return cls(pages, text_judge, image_judge, window=window, decomposer=decomposer, store=store,
+                   regions=regions)
 
     @property
     def judges(self) -> dict[str, str]:
@@ -130,6 +139,13 @@ class Verifier:
     @property
     def model_calls(self) -> int:
         return sum(j.calls for j in (self.text_judge, self.image_judge) if j is not None)
+
+    def _region_check(self, doc_id: str, claim: str, page: int) -> RegionCheck | None:
+        if not self.regions:
+            return None
+        from trident_local.regions.attach import layout_of
+
+        return check_claim(layout_of(self.store, doc_id, page), claim)
 
     # -- judging ---------------------------------------------------------------------------------------
     def _judge(self, items: list[JudgeItem]) -> list[tuple[Judgement | None, Judgement | None]]:
@@ -164,26 +180,40 @@ class Verifier:
             t, i = next(judged)
             v, flags = merge(t, i)
             verdicts.append((v, flags, [j for j in (t, i) if j is not None]))
+        checks = [self._region_check(d, c.text, p) if ok else None
+                  for (d, c, p), ok in zip(pairs, in_range, strict=True)]
+        by_region = [region_decision(v, rc.verdict if rc else None,
+                                     cited_region_holds(c.regions, p, rc) if rc else None)
+                     for (_, c, p), (v, _, _), rc in zip(pairs, verdicts, checks, strict=True)]
         # Window pages: judged only for pairs that need a proposal; identical items judged once.
         wanted: dict[JudgeItem, None] = {}
-        for (d, c, p), (v, _, _) in zip(pairs, verdicts, strict=True):
-            if needs_window(v):
+        for (d, c, p), (v, _, _), reg in zip(pairs, verdicts, by_region, strict=True):
+            if reg is None and needs_window(v):
                 for wp in window_pages(p, n_pages[d], self.window):
                     wanted[JudgeItem(c.text, d, wp)] = None
         witems = list(wanted)
         wjudged = dict(zip(witems, self._judge(witems), strict=True))
+        wregions = {it: self._region_check(it.doc_id, it.claim, it.page) for it in witems}
         results: list[ClaimResult] = []
-        for (d, c, p), (v, flags, judgements) in zip(pairs, verdicts, strict=True):
+        for (d, c, p), (v, flags, judgements), rc, reg in zip(pairs, verdicts, checks, by_region, strict=True):
             wv: dict[int, str] = {}
             ws: dict[int, float | None] = {}
-            if needs_window(v):
+            if reg is None and needs_window(v):
                 for wp in window_pages(p, n_pages[d], self.window):
-                    t, i = wjudged[JudgeItem(c.text, d, wp)]
-                    wv[wp] = merge(t, i)[0]
+                    item = JudgeItem(c.text, d, wp)
+                    t, i = wjudged[item]
+                    wrc = wregions[item]
+                    wv[wp] = SUPPORTED if wrc is not None and wrc.verdict == SUPPORTED else merge(t, i)[0]
                     ws[wp] = t.score if t is not None else None
-            action, new_page, more = decide(v, p, wv, ws)
+            if reg is not None:
+                action, new_page, more = reg[0], None, reg[1]
+            else:
+                action, new_page, more = decide(v, p, wv, ws)
+            final = wregions.get(JudgeItem(c.text, d, new_page)) if action == FIX_PAGE else rc
             results.append(ClaimResult(claim=c, cited_page=p, verdict=v, action=action, new_page=new_page,
-                                       flags=[*flags, *more], judgements=judgements, window=wv))
+                                       flags=[*flags, *more], judgements=judgements, window=wv,
+                                       regions=final.region_dicts() if final and final.verdict == SUPPORTED else [],
+                                       region_check=final.how if final else ""))
         grouped: list[list[ClaimResult]] = []
         it = iter(results)
         for _, c in claims:

@@ -21,12 +21,24 @@ has no window unless real pages fall within ``window`` of it.
 "partial" is not named by the issue's policy; keeping it flagged (instead of
 removing it) is the conservative reading: a claim that its page partly states
 is not deleted by a verifier that could be wrong.
+
+Before that table, the region check (:mod:`trident_local.verify.regions`): a cited
+page with a region that states the claim's values (or the cells it is computed
+from) keeps the citation whatever the page-level verdict, pointed at that region:
+"keep" when the claim cited no region of the page or one that overlaps it,
+"fix-region" when it cited another region of the page (the citation moves on the
+same page, before any page is changed). A page-level verdict other than
+"supported" is then flagged "region-supported", so a reader sees that the value
+was found where the judges did not find the claim. An "inconsistent" page (the two
+channels disagree) stays flagged for a reader, with the regions attached. In the window, a page whose
+regions state the claim counts as "supported".
 """
 
 from __future__ import annotations
 
 from trident_local.verify.types import (
     FIX_PAGE,
+    FIX_REGION,
     FLAG,
     INCONSISTENT,
     KEEP,
@@ -49,6 +61,19 @@ def window_pages(page: int, n_pages: int, window: int) -> list[int]:
 def needs_window(verdict: str) -> bool:
     """Is the window judged for this cited-page verdict (only to propose a page)?"""
     return verdict in (UNSUPPORTED, PARTIAL)
+
+
+def region_decision(verdict: str, region_verdict: str | None, cited_region_holds: bool | None
+                    ) -> tuple[str, list[str]] | None:
+    """(action, flags) when the cited page's regions state the claim, else None (the page policy decides).
+
+    ``cited_region_holds``: None when the claim cited no region of this page, else whether one of the
+    boxes it cited overlaps a supporting region.
+    """
+    if region_verdict != SUPPORTED or verdict == INCONSISTENT:  # two judges disagree: a reader should look
+        return None
+    flags = [] if verdict == SUPPORTED else ["region-supported"]
+    return (FIX_REGION if cited_region_holds is False else KEEP), flags
 
 
 def decide(
@@ -84,7 +109,7 @@ def final_pages(cited: list[int], decisions: dict[int, tuple[str, int | None]]) 
     out: list[int] = []
     for p in cited:
         action, new = decisions.get(p, (KEEP, None))
-        if action in (KEEP, FLAG):
+        if action in (KEEP, FLAG, FIX_REGION):
             out.append(p)
         elif action == FIX_PAGE and new is not None:
             out.append(new)

@@ -20,7 +20,8 @@ VERDICTS: tuple[str, ...] = (SUPPORTED, PARTIAL, UNSUPPORTED, INCONSISTENT, UNKN
 
 # Repair actions (one per claim / cited page pair).
 KEEP, FIX_PAGE, REMOVE, FLAG = "keep", "fix-page", "remove", "flag"
-ACTIONS: tuple[str, ...] = (KEEP, FIX_PAGE, REMOVE, FLAG)
+FIX_REGION = "fix-region"  # same page, another region of it: the one that states the claim's values
+ACTIONS: tuple[str, ...] = (KEEP, FIX_REGION, FIX_PAGE, REMOVE, FLAG)
 
 TEXT, IMAGE = "text", "image"
 
@@ -38,13 +39,14 @@ class Claim:
     claim_id: str = ""
     sentence: int = 0
     source: str = "marker"  # marker | json | decomposed | given
+    regions: list[dict[str, Any]] = field(default_factory=list)  # boxes the answer cited ({page, bbox, ...})
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Claim:
-        return cls(**{**d, "pages": [int(p) for p in d.get("pages", [])]})
+        return cls(**{**d, "pages": [int(p) for p in d.get("pages", [])], "regions": list(d.get("regions", []))})
 
 
 @dataclass
@@ -77,7 +79,9 @@ class ClaimResult:
 
     ``verdict`` is the merged verdict on the cited page only. ``new_page`` is set for
     "fix-page". ``window`` lists the merged verdicts of the window pages that were
-    judged to propose a correction (they never change ``verdict``).
+    judged to propose a correction (they never change ``verdict``). ``regions`` are the
+    boxes that state the claim's values on the page the citation ends on, and
+    ``region_check`` what the region check found ("stated", "computed: a - b", or why not).
     """
 
     claim: Claim
@@ -88,6 +92,8 @@ class ClaimResult:
     flags: list[str] = field(default_factory=list)
     judgements: list[Judgement] = field(default_factory=list)
     window: dict[int, str] = field(default_factory=dict)
+    regions: list[dict[str, Any]] = field(default_factory=list)
+    region_check: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -105,6 +111,8 @@ class ClaimResult:
             flags=list(d.get("flags", [])),
             judgements=[Judgement.from_dict(j) for j in d.get("judgements", [])],
             window={int(k): v for k, v in d.get("window", {}).items()},
+            regions=list(d.get("regions", [])),
+            region_check=d.get("region_check", ""),
         )
 
 

@@ -30,16 +30,22 @@ def _value(s: str) -> float | None:
         return None
 
 
-def computed_from(target: float, page_values: Sequence[float]) -> str | None:
-    """How ``target`` follows from two page values (a - b, a + b, a / b, 100 a / b), or None."""
+def computed_pair(target: float, page_values: Sequence[float]) -> tuple[float, str, float] | None:
+    """(a, op, b) such that ``target`` = a - b, a + b, a / b or 100 a / b ("% of"), or None."""
     vals = list(dict.fromkeys(page_values))[:MAX_PAGE_NUMBERS]
     tol = max(abs(target) * REL_TOL, 1e-9)
     for a, b in permutations(vals, 2):
         for sym, v in (("-", a - b), ("+", a + b), ("/", a / b if b else None),
                        ("% of", 100 * a / b if b else None)):
             if v is not None and abs(v - target) <= tol:
-                return f"{a:g} {sym} {b:g}"
+                return a, sym, b
     return None
+
+
+def computed_from(target: float, page_values: Sequence[float]) -> str | None:
+    """How ``target`` follows from two page values, written out ("95.2 - 74.5"), or None."""
+    pair = computed_pair(target, page_values)
+    return None if pair is None else f"{pair[0]:g} {pair[1]} {pair[2]:g}"
 
 
 def page_is_visual(page: Any) -> bool:
