@@ -70,11 +70,37 @@ def test_ask_cites_the_cell_and_search_hits_carry_rows(helios: Index) -> None:
     res = ask(helios, QUESTION)
     assert res.answer.text == "95.2"
     cited = {c.page: c.regions for c in res.answer.citations}
+    assert list(cited) == [2]  # only the page that holds the value: the others retrieved beside it are not cited
     assert [(r["kind"], r["text"]) for r in cited[2]][:1] == [("cell", "95.2")]
+    assert res.answer.located == "95.2 million dollars: Coastal, 2023, Table 1, p. 2"
     assert all(len(r["bbox"]) == 4 and r["page"] == p for p, regs in cited.items() for r in regs)
     assert "regions" in res.timings
     hit = next(h for h in helios.search(QUESTION, k=5) if h.page == 2)
     assert any("95.2" in r.text for r in hit_regions(helios, QUESTION, hit))
+
+
+def test_a_located_answer_names_its_unit_and_place_but_no_unit_for_a_share() -> None:
+    from trident_local.regions.describe import located_answer
+
+    lay = page_layout(HELIOS, 2)
+    growth = [r.to_dict() for r in value_regions(lay, "27.8%", "How fast did Coastal revenue grow?")]
+    assert located_answer(lay, growth, "27.8%") == "27.8%: Coastal, Growth, Table 1, p. 2"
+    prose = [r.to_dict() for r in value_regions(page_layout(HELIOS, 1), "412", "new solar capacity")]
+    assert prose[0]["kind"] == "line" and located_answer(page_layout(HELIOS, 1), prose, "412") == ""
+
+
+def test_a_computed_answer_cites_its_operands(helios: Index) -> None:
+    from trident_local.generate.records import Citation
+    from trident_local.regions import citation_regions
+
+    (doc_id,) = helios.store.doc_ids()
+    cites = [Citation(doc_id, HELIOS.name, p) for p in (1, 2, 3)]
+    kept = citation_regions(helios, "How much did Coastal revenue grow from 2022 to 2023?", "95.2 - 74.5 = 20.7",
+                            cites)
+    assert [c.page for c in kept] == [2] and [r["text"] for r in kept[0].regions][:1] == ["95.2"]
+    assert "74.5" in {r["text"] for r in kept[0].regions}
+    words = citation_regions(helios, "Who leads Helios Grid?", "Maria Okafor", cites)
+    assert [c.page for c in words] == [1, 2, 3]  # an answer without numbers drops no page
 
 
 def test_grounding_scores_hits_iou_and_page_share() -> None:

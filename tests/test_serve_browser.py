@@ -142,6 +142,7 @@ def test_the_demo_answer_outlines_its_cell_and_headers_on_the_page(demo_page) ->
     pg.keyboard.press("Control+Enter")
     pg.wait_for_selector("#answer .cite", timeout=120_000)
     assert "95.2" in pg.inner_text("#answer")
+    assert pg.inner_text("#answer-located") == "where: 95.2 million dollars: Coastal, 2023, Table 1, p. 2"
     pg.locator("#answer-text .cite").first.click()
     img = pg.locator("#page-img")
     deadline = time.monotonic() + 60

@@ -26,6 +26,8 @@ def verification_lines(v: dict | None) -> list[str]:
 def answer_lines(a: Answer) -> list[str]:
     """Rich-markup lines for an answer; the best evidence is shown even when the answer abstains."""
     lines = [f"[bold]Answer[/bold] ({escape(a.mode)}): {escape(a.text)}"]
+    if a.located:
+        lines.append(f"[dim]where:[/dim] {escape(a.located)}")
     if a.confidence is not None:
         lines.append(f"[dim]{escape(a.gate)}[/dim]")
     if a.computation:

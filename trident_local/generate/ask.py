@@ -99,10 +99,12 @@ def ask(
     t["answer"] = time.perf_counter() - t2
     if ans.citations:  # where on each cited page the answer sits: matching, no model call
         from trident_local.generate.records import is_not_answerable
-        from trident_local.regions import citation_regions
+        from trident_local.regions import citation_regions, located_text
 
         t4 = time.perf_counter()
-        citation_regions(index, query.text, "" if is_not_answerable(ans.text) else ans.text, ans.citations)
+        said = "" if is_not_answerable(ans.text) else (ans.computation or ans.text)
+        ans.citations = citation_regions(index, query.text, said, ans.citations)
+        ans.located = located_text(index, ans.text, ans.citations) if said else ""
         t["regions"] = time.perf_counter() - t4
     if opts.verify and rr.hits:
         from trident_local.generate.self_check import self_check

@@ -62,6 +62,7 @@ class Answer:
     confidence: float | None = None  # no-model strategies: the calibrated confidence behind the answer
     evidence: list[EvidencePassage] = field(default_factory=list)  # best passages, shown even when abstaining
     computation: str = ""  # a computed answer written out ("95.2 - 74.5 = 20.7")
+    located: str = ""  # a bare value with its unit and place ("95.2 million dollars: Coastal, 2023, Table 1, p. 2")
     candidate: str = ""  # no-model strategies: the answer before the abstention threshold
     features: dict[str, float] = field(default_factory=dict)  # no-model strategies: the confidence's inputs
     verification: dict[str, Any] | None = None  # the self-check of the answer's citations (None: skipped)

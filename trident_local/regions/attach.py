@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from trident_local.regions.describe import located_answer
 from trident_local.regions.layout import PageLayout, Region, page_layout
-from trident_local.regions.locate import answer_regions, question_regions
+from trident_local.regions.locate import answer_regions, numbers, question_regions
 
 if TYPE_CHECKING:
     from trident_local.index import Index
@@ -28,10 +29,32 @@ def hit_regions(index: Index, question: str, hit: Hit, n: int = 5) -> list[Regio
     return question_regions(layout_of(index, hit.doc_id, hit.page), question, n)
 
 
-def citation_regions(index: Index, question: str, answer: str, citations: Sequence[Any]) -> None:
+def citation_regions(index: Index, question: str, answer: str, citations: Sequence[Any]) -> list[Any]:
     """Set ``regions`` on every citation (anything with doc_id, page and regions): where the answer's
-    values or words sit on that page; with ``answer`` "" (an abstention) the rows that match the question."""
+    values or words sit on that page; with ``answer`` "" (an abstention) the rows that match the question.
+    A computed answer passes its computation ("95.2 - 74.5 = 20.7"): its operands are the cells.
+
+    Returns the citations that carry the answer: where it states numbers and some cited page holds
+    them, the pages that hold none of them are left out (a page cited beside the one with the value
+    is not evidence for it); otherwise all of them.
+    """
     for c in citations:
         lay = layout_of(index, c.doc_id, c.page)
         regs = answer_regions(lay, answer, question) if answer else question_regions(lay, question)
         c.regions = [r.to_dict() for r in regs]
+    if not answer or not numbers(answer):
+        return list(citations)
+    return [c for c in citations if c.regions] or list(citations)
+
+
+def located_text(index: Index, answer: str, citations: Sequence[Any]) -> str:
+    """The answer with its unit and place ("95.2 million dollars: Coastal, 2023, Table 1, p. 2") when it
+    is a bare value that the first citation locates in a table cell; "" otherwise."""
+    said = numbers(answer)
+    if len(said) != 1 or len(answer) > 30 or not citations:
+        return ""
+    c = citations[0]
+    cell = next((r for r in c.regions if r["kind"] == "cell"), None)
+    if cell is None or said[0] not in numbers(cell["text"]):
+        return ""
+    return located_answer(layout_of(index, c.doc_id, c.page), c.regions, answer.strip())
