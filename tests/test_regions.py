@@ -121,3 +121,19 @@ def test_gold_occurrences_are_found_by_value() -> None:
     lay = page_layout(HELIOS, 2)
     assert len(occurrences(lay, "$95.20")) == 1 and occurrences(lay, "Coastal")
     assert occurrences(lay, "987.6") == []
+
+
+def test_a_computed_answer_is_labelled_by_the_rows_of_the_line_items_it_reads() -> None:
+    from trident_local.evaluate.grounding import line_item_rows, line_items
+
+    why = ("Metric 1: Cost of sales. This metric was located in the 10K as a single line item named: "
+           "Cost\u00c2\u00a0of sales.  Metric 2: ... a single line item named: Property, plant and equipment, net.")
+    assert line_items(why) == ["Cost of sales", "Property, plant and equipment, net"]
+    lay = page_layout(HELIOS, 2)
+    (row,) = line_item_rows(lay, "coastal")
+    assert row[1] < 190 < row[3]  # the Coastal row of Table 1, label to growth column
+    gold = [GoldBox(2, row, "row")]
+    cell = value_regions(lay, "95.2")[0].to_dict()
+    assert score_regions([cell], gold, lambda p: lay.area)["hit"] == 1.0  # a cell of the row points at it
+    other = value_regions(lay, "156.9")[0].to_dict()
+    assert score_regions([other], gold, lambda p: lay.area)["hit"] == 0.0

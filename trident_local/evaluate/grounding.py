@@ -2,10 +2,14 @@
 
 Labels come from public QA data with no box annotation: a question is kept when its gold answer
 (numbers normalised: "$5409.00" finds "5,409") occurs one to three times on its gold pages; each
-occurrence's cell (a PyMuPDF text line) is a gold box. Scores, per question:
+occurrence's cell (a PyMuPDF text line) is a gold box. A FinanceBench answer computed from line
+items (its justification names them: "... a single line item named: Total current liabilities.")
+is labelled instead by the table rows of those line items on the gold pages (a "row" gold box).
+Scores, per question:
 
 - ``hit``: a returned region no bigger than an eighth of the page contains a gold box's centre
-  (search: any of the top-K hits; answers: any citation of the answer);
+  (search: any of the top-K hits; answers: any citation of the answer); for a row gold box, a
+  region whose centre lies in the row (a cell of it) also points at it;
 - ``iou``: the best intersection-over-union between a returned region and a gold box (0 if none);
 - ``page_share``: the share of the page the regions on that page cover, averaged over the pages
   that carry regions (how much a reader is asked to look at).
@@ -13,6 +17,7 @@ occurrence's cell (a PyMuPDF text line) is a gold box. Scores, per question:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -29,10 +34,14 @@ MAX_SHARE = 1 / 8  # a region bigger than this share of the page does not count 
 MAX_OCCURRENCES = 3
 
 
+_LINE_ITEM = re.compile(r"line item named:\s*(.+?)\.(?=\s|$)")
+
+
 @dataclass
 class GoldBox:
     page: int
     bbox: BBox
+    kind: str = "value"  # "value": the cell that holds the answer; "row": a line item's table row
 
 
 @dataclass
@@ -58,13 +67,40 @@ def occurrences(lay: PageLayout, answer: str) -> list[BBox]:
     return out
 
 
+def _squash(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def line_items(justification: str) -> list[str]:
+    """The line items a FinanceBench justification names ("... named: Cost of sales.")."""
+    text = justification.replace("\u00c2\u00a0", " ").replace("\u00a0", " ")  # the dataset's mis-decoded spaces
+    return list(dict.fromkeys(m.group(1).strip() for m in _LINE_ITEM.finditer(text)))
+
+
+def line_item_rows(lay: PageLayout, name: str) -> list[BBox]:
+    """Table rows of the page whose label is the line item ``name`` (spaces and punctuation ignored:
+    filings' text layers often run words together)."""
+    want = _squash(name)
+    return [r.bbox for r in lay.rows if r.is_table_row and want and _squash(r.cells[0].text) == want]
+
+
 def gold_boxes(index: Index, rec: QARecord) -> list[GoldBox]:
-    """The answer's occurrences on its gold pages; [] where it is absent or occurs more than three times."""
+    """The answer's occurrences on its gold pages, or else the rows of the line items it was computed
+    from; [] where neither is found, or where one occurs more than three times."""
     ans = rec.answer.strip()
     if not ans or len(ans) > 60:
         return []
-    boxes = [GoldBox(p, b) for p in rec.evidence_pages for b in occurrences(layout_of(index, rec.doc_id, p), ans)]
-    return boxes if 1 <= len(boxes) <= MAX_OCCURRENCES else []
+    lays = {p: layout_of(index, rec.doc_id, p) for p in rec.evidence_pages}
+    boxes = [GoldBox(p, b) for p, lay in lays.items() for b in occurrences(lay, ans)]
+    if 1 <= len(boxes) <= MAX_OCCURRENCES:
+        return boxes
+    rows = []
+    for name in line_items(rec.justification) if not boxes else []:
+        found = [GoldBox(p, b, "row") for p, lay in lays.items() for b in line_item_rows(lay, name)]
+        if len(found) > MAX_OCCURRENCES:
+            return []
+        rows += found
+    return rows
 
 
 def iou(a: BBox, b: BBox) -> float:
@@ -91,7 +127,8 @@ def score_regions(regions: Sequence[dict], gold: Sequence[GoldBox], page_area: C
                 continue
             best = max(best, iou(b, g.bbox))
             centre = ((g.bbox[0] + g.bbox[2]) / 2, (g.bbox[1] + g.bbox[3]) / 2)
-            if area and size <= MAX_SHARE * area and _contains(b, centre):
+            inside = g.kind == "row" and _contains(g.bbox, ((b[0] + b[2]) / 2, (b[1] + b[3]) / 2))
+            if area and size <= MAX_SHARE * area and (_contains(b, centre) or inside):
                 hit = 1.0
     share = sum(min(1.0, s) for s in shares.values()) / len(shares) if shares else 0.0
     return {"hit": hit, "iou": best, "page_share": share}

@@ -29,6 +29,7 @@ class QARecord:
     evidence_sources: list[str]
     doc_type: str = ""
     doc_id: str = ""  # our content-hash id once resolved
+    justification: str = ""  # FinanceBench: how the answer was obtained (the line items it reads)
 
     @property
     def answerable(self) -> bool:
@@ -71,6 +72,7 @@ def load_samples(path: str | Path) -> list[QARecord]:
                 evidence_pages=[int(p) for p in _literal_list(r.get("evidence_pages", "[]"))],
                 evidence_sources=[str(s) for s in _literal_list(r.get("evidence_sources", "[]"))],
                 doc_type=r.get("doc_type", ""),
+                justification=str(r.get("justification") or ""),
             ))
         except (KeyError, TypeError, ValueError) as e:
             raise TridentError(f"{path}: record {i} is not an MMLongBench-Doc record ({e})") from e
