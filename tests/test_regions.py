@@ -55,14 +55,21 @@ def test_an_answer_whose_numbers_are_not_on_the_page_gets_no_region() -> None:
     assert answer_regions(page_layout(HELIOS, 2), "95.2", QUESTION)[0].text == "95.2"
 
 
-def test_a_page_whose_source_is_gone_falls_back_to_its_stored_blocks(helios: Index, tmp_path: Path) -> None:
+def test_regions_come_from_the_index_and_an_older_index_reads_the_pdf(helios: Index, tmp_path: Path) -> None:
+    import dataclasses
+
     (doc_id,) = helios.store.doc_ids()
-    entry = helios.store.manifest.documents[doc_id]
     stored = helios.store.document(doc_id).page(2)
-    lay = page_layout(tmp_path / "moved-away.pdf", 2, stored.blocks, (stored.width, stored.height))
-    assert lay.rows and lay.width == stored.width and all(len(r.cells) == 1 for r in lay.rows)
-    assert layout_of(helios, doc_id, 2).rows[0].cells[0].text  # the source is still there: its words
-    assert Path(entry.path).is_file()
+    size = (stored.width, stored.height)
+    from_index = page_layout(tmp_path / "moved-away.pdf", 2, stored.blocks, size)  # no PDF needed
+    from_pdf = page_layout(HELIOS, 2)
+    assert [r.text for r in from_index.rows] == [r.text for r in from_pdf.rows]
+    assert value_regions(from_index, "95.2", QUESTION)[0].text == "95.2"
+    older = [dataclasses.replace(b, lines=[]) for b in stored.blocks]  # built before line boxes were stored
+    assert [r.text for r in page_layout(HELIOS, 2, older, size).rows] == [r.text for r in from_pdf.rows]
+    gone = page_layout(tmp_path / "moved-away.pdf", 2, older, size)  # and its source moved away: blocks
+    assert gone.rows and all(len(r.cells) == 1 for r in gone.rows)
+    assert layout_of(helios, doc_id, 2).rows[0].cells[0].text
 
 
 def test_ask_cites_the_cell_and_search_hits_carry_rows(helios: Index) -> None:

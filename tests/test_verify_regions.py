@@ -124,3 +124,10 @@ def test_the_cli_prints_the_region_and_can_turn_it_off(helios: Index, tmp_path: 
     assert r["action"] == "keep" and r["regions"][0]["kind"] == "cell" and r["region_check"] == "stated"
     data = json.loads(runner.invoke(app, [*args, "--no-regions"]).stdout)
     assert data["results"][0]["regions"] == [] and data["results"][0]["region_check"] == ""
+
+
+def test_locators_and_near_miss_computations_are_not_evidence() -> None:
+    claim = "What was the Coastal region's revenue in 2023 in Table 1? - 95.2"
+    assert claim_values(claim) == ["95.2"]  # "Table 1" names a place, not a value
+    # page 3 prints 98.6 and a section number 4: 98.6 - 4 = 94.6 is within 1% of 95.2, not 95.2
+    assert check_claim(page_layout(HELIOS, 3), claim).verdict == "unsupported"

@@ -35,8 +35,9 @@ def grounding(
     """Region hit rate, mean IoU and page share highlighted, for search hits and answers.
 
     Labels come from the dataset itself: questions whose gold answer (numbers normalised) occurs one
-    to three times on their gold pages, each occurrence a gold box. A hit is a returned region no
-    bigger than an eighth of the page that contains a gold box's centre.
+    to three times on their gold pages, each occurrence a gold box; FinanceBench answers computed from
+    line items, the rows of those items. A hit is a returned region no bigger than an eighth of the
+    page that contains a gold box's centre (or lies in a gold row).
     """
     from dataclasses import asdict
 

@@ -56,23 +56,25 @@ def _blocks(page: pymupdf.Page) -> list[TextBlock]:
     for b in data.get("blocks", []):
         if b.get("type") != 0:
             continue
-        lines, sizes, bold_chars, n_chars = [], Counter(), 0, 0
+        lines, boxes, sizes, bold_chars, n_chars = [], [], Counter(), 0, 0
         rotated = any(abs(line.get("dir", (1.0, 0.0))[1]) > 0.5 for line in b.get("lines", []))
         for line in b.get("lines", []):
             spans = line.get("spans", [])
-            lines.append("".join(s.get("text", "") for s in spans))
+            text = "".join(s.get("text", "") for s in spans).strip()
+            if text:
+                lines.append(text)
+                boxes.append([round(v, 1) for v in line["bbox"]])
             for s in spans:
                 n = len(s.get("text", "").strip())
                 sizes[round(s.get("size", 0.0), 1)] += n
                 n_chars += n
                 if s.get("flags", 0) & 16 or "bold" in s.get("font", "").lower():
                     bold_chars += n
-        text = "\n".join(ln.strip() for ln in lines).strip()
-        if not text:
+        if not lines:
             continue
         size = sizes.most_common(1)[0][0] if sizes else 0.0
-        out.append(TextBlock(text=text, bbox=tuple(round(v, 2) for v in b["bbox"]), font_size=size,
-                             bold=n_chars > 0 and bold_chars / n_chars > 0.6, rotated=rotated))
+        out.append(TextBlock(text="\n".join(lines), bbox=tuple(round(v, 2) for v in b["bbox"]), font_size=size,
+                             bold=n_chars > 0 and bold_chars / n_chars > 0.6, rotated=rotated, lines=boxes))
     return out
 
 

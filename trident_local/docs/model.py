@@ -25,6 +25,9 @@ class TextBlock:
     font_size: float
     bold: bool = False
     rotated: bool = False  # vertical text, e.g. an arXiv margin stamp: never a heading
+    # one box per line of ``text`` (PyMuPDF's lines: in a table, its cells), so a page's regions are
+    # read from the index instead of the source PDF; empty in indexes built before it was stored
+    lines: list[list[float]] = field(default_factory=list)
 
 
 @dataclass

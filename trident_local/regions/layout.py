@@ -1,10 +1,10 @@
 """A page's word layout as regions a reader can be pointed at: cells (PyMuPDF's text lines, which in a
 table are its cells), rows (cells side by side on one baseline) and their headers.
 
-Read from the source PDF when asked for (a few milliseconds a page with PyMuPDF's word extraction),
-so indexing pays nothing for it and an index built before regions existed gets them too. A page
-without a text layer (scanned; its OCR keeps no word boxes) falls back to the text blocks the index
-stored at ingest.
+Built from the line boxes the index stores with each text block at ingest (PyMuPDF's lines, read
+anyway for the page's text), so asking costs no PDF parsing. An index built before line boxes were
+stored has its pages' words read from the source PDF instead (10-40 ms a page); a page without a
+text layer (scanned; its OCR keeps no word boxes) falls back to its stored text blocks.
 """
 
 from __future__ import annotations
@@ -122,6 +122,18 @@ def _rows(cells: list[Cell], width: float) -> list[Row]:
     return rows
 
 
+def _stored_layout(page: int, blocks, size: tuple[float, float]) -> PageLayout:
+    """Cells from the blocks' stored line boxes (a block whose lines do not match its text is one cell)."""
+    cells = []
+    for b in blocks:
+        texts = b.text.split("\n")
+        if len(texts) == len(b.lines):
+            cells += [Cell(tuple(box), " ".join(t.split())) for t, box in zip(texts, b.lines, strict=True) if t.strip()]
+        elif b.text.strip():
+            cells.append(Cell(tuple(b.bbox), " ".join(b.text.split())))
+    return PageLayout(page, size[0], size[1], _rows(cells, size[0]))
+
+
 @lru_cache(maxsize=64)
 def _pdf_layout(path: str, mtime: float, page: int) -> PageLayout | None:
     import pymupdf
@@ -145,8 +157,11 @@ def _pdf_layout(path: str, mtime: float, page: int) -> PageLayout | None:
 
 
 def page_layout(source: str | Path, page: int, blocks=(), size: tuple[float, float] = (0.0, 0.0)) -> PageLayout:
-    """The layout of ``page`` of the PDF at ``source``; the stored ``blocks`` (TextBlocks) when the
-    PDF has no words there (scanned page) or cannot be read."""
+    """The layout of ``page`` from the stored ``blocks`` (TextBlocks) when they carry line boxes, else
+    from the PDF at ``source``; the blocks themselves when the PDF has no words there (scanned page)
+    or cannot be read."""
+    if any(getattr(b, "lines", None) for b in blocks):
+        return _stored_layout(page, blocks, size)
     p = Path(source)
     try:
         lay = _pdf_layout(str(p), p.stat().st_mtime, page)

@@ -8,7 +8,7 @@ it (with its column headings and the lines beside it) shares enough of the claim
 (:data:`MIN_ROW_MATCH`), so a "12" in a footnote does not support "revenue grew 12%". A value the page
 does not print is looked for as a difference, sum, ratio or share of two numbers in the rows that
 best match the claim (not anywhere on the page: over a whole page of numbers some pair fits almost
-any target).
+any target), and must give the value as precisely as the claim writes it (95.2: 95.15 to 95.25).
 
 The verdict is "supported" (with the regions) or "unsupported" (no region states it); claims without
 a number get "unknown": the check has nothing to locate and the judges decide alone.
@@ -31,6 +31,9 @@ from trident_local.verify.undecidable import computed_pair
 MIN_ROW_MATCH = 0.35
 OPERAND_ROWS = 6  # a computed value's operands are read from this many best-matching rows
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+# "Table 1", "Figure 3", "Note 13": numbers that name a place in the document, not a value
+_NAMED = re.compile(r"\b(?:tables?|figures?|figs?\.?|exhibits?|notes?|sections?|chapters?|items?|appendix|"
+                    r"schedules?|parts?)\s+[A-Z]?\d+(?:\.\d+)*\b", re.I)
 
 
 @dataclass
@@ -47,8 +50,8 @@ class RegionCheck:
 
 def claim_values(claim: str) -> list[str]:
     """The numbers a claim states, years left out unless the claim states nothing else (a year is
-    mostly the claim's context, "in 2023", not its value)."""
-    found = list(dict.fromkeys(numbers(claim)))
+    mostly the claim's context, "in 2023", not its value), and so are the numbers of "Table 1"."""
+    found = list(dict.fromkeys(numbers(_NAMED.sub(" ", claim))))
     values = [n for n in found if not _YEAR.match(n)]
     return values or found
 
@@ -85,12 +88,16 @@ def _computed(lay: PageLayout, value: str, claim: str) -> tuple[str, list[Region
     operands: dict[float, str] = {}
     for i in best:
         for c in lay.rows[i].cells:
-            for n in cell_numbers(c.text):
+            for n in cell_numbers(_NAMED.sub(" ", c.text)):
+                if _YEAR.match(n):  # a year heads a column; it is not an operand
+                    continue
                 try:
                     operands.setdefault(float(n), n)
                 except ValueError:
                     continue
-    pair = computed_pair(target, list(operands))
+    decimals = len(value.split(".", 1)[1]) if "." in value else 0
+    # as precise as the claim writes it: 95.2 is 95.15-95.25, not anything within 1%
+    pair = computed_pair(target, list(operands), tol=0.5 * 10 ** -decimals + 1e-9)
     if pair is None:
         return None
     a, op, b = pair

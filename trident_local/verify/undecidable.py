@@ -30,10 +30,12 @@ def _value(s: str) -> float | None:
         return None
 
 
-def computed_pair(target: float, page_values: Sequence[float]) -> tuple[float, str, float] | None:
-    """(a, op, b) such that ``target`` = a - b, a + b, a / b or 100 a / b ("% of"), or None."""
+def computed_pair(target: float, page_values: Sequence[float], tol: float | None = None
+                  ) -> tuple[float, str, float] | None:
+    """(a, op, b) such that ``target`` = a - b, a + b, a / b or 100 a / b ("% of") within ``tol``
+    (default: 1% of the target), or None."""
     vals = list(dict.fromkeys(page_values))[:MAX_PAGE_NUMBERS]
-    tol = max(abs(target) * REL_TOL, 1e-9)
+    tol = max(abs(target) * REL_TOL, 1e-9) if tol is None else tol
     for a, b in permutations(vals, 2):
         for sym, v in (("-", a - b), ("+", a + b), ("/", a / b if b else None),
                        ("% of", 100 * a / b if b else None)):
