@@ -179,15 +179,8 @@ class ExtractiveAnswer:
     needs_model: ClassVar[bool] = False
     no_model: ClassVar[str | None] = None
 
-    def answer(
-        self,
-        index: Index,
-        query: Query,
-        hits: Sequence[Hit],
-        *,
-        chat: ChatModel | None,
-        records: Sequence[CandidateRecord] = (),
-    ) -> Answer:
+    def answer(self, index: Index, query: Query, hits: Sequence[Hit], *, chat: ChatModel | None,
+               records: Sequence[CandidateRecord] = ()) -> Answer:
         from trident_local.generate.answer import citations
 
         t0 = time.perf_counter()

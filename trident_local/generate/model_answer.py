@@ -212,15 +212,8 @@ class _ModelStrategy:
     needs_model: ClassVar[bool] = True
     no_model: ClassVar[str | None] = "evidence"
 
-    def answer(
-        self,
-        index: Index,
-        query: Query,
-        hits: Sequence[Hit],
-        *,
-        chat: ChatModel | None,
-        records: Sequence[CandidateRecord] = (),
-    ) -> Answer:
+    def answer(self, index: Index, query: Query, hits: Sequence[Hit], *, chat: ChatModel | None,
+               records: Sequence[CandidateRecord] = ()) -> Answer:
         from trident_local.generate.answer import citations
         from trident_local.generate.gate import gate
 
