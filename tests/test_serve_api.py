@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import time
 from pathlib import Path
@@ -56,6 +57,11 @@ def test_ask_returns_cli_json_with_evidence_boxes_and_who_produced_it(client: Te
         assert any(b["bbox"][2] > b["bbox"][0] for b in first["boxes"])
     png = client.get(f"/api/indexes/r/documents/{first['doc_id']}/pages/{first['page']}.png")
     assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+    sharp = client.get(f"/api/indexes/r/documents/{first['doc_id']}/pages/{first['page']}.png?scale=2")
+    from PIL import Image
+
+    sizes = [Image.open(io.BytesIO(r.content)).size for r in (png, sharp)]
+    assert sizes[1][0] == pytest.approx(2 * sizes[0][0], abs=2)  # twice the DPI for a high-DPI screen
     strict = client.post("/api/indexes/r/ask", json={"question": "Which region led with 2,900 megawatts?",
                                                      "min_confidence": 1.0}).json()["answer"]
     assert strict["text"] == ABSTAINED and strict["candidate"] == a["candidate"]
@@ -158,6 +164,7 @@ def test_bad_requests_are_json_errors(client: TestClient) -> None:
     err(client.get("/api/indexes/nope/documents"), 404)
     err(client.get("/api/indexes/r/documents/0123456789abcdef"), 404)
     err(client.get(f"/api/indexes/r/documents/{_doc_id(client, 'solar.pdf')}/pages/99.png"), 404)
+    err(client.get(f"/api/indexes/r/documents/{_doc_id(client, 'solar.pdf')}/pages/1.png?scale=9"), 422)
     err(client.get("/api/jobs/nojob"), 404)
     err(client.post("/api/jobs/nojob/cancel"), 404)
     err(client.post("/api/indexes/r/ask", content=b'{"question": ', headers={"content-type": "application/json"}), 400)

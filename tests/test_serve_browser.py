@@ -155,3 +155,21 @@ def test_the_demo_answer_outlines_its_cell_and_headers_on_the_page(demo_page) ->
     page_img = img.bounding_box()
     assert cell["width"] * cell["height"] < page_img["width"] * page_img["height"] / 100  # a cell, not the table
     shot(pg, "cell")
+    # a click zooms in: the page is drawn again at 3x the index's DPI, the boxes keep their place on it,
+    # and the cell is scrolled into view
+    sharp = img.evaluate("i => i.naturalWidth")
+    img.click()
+    deadline = time.monotonic() + 60
+    while img.evaluate("i => i.naturalWidth") <= sharp and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "zoomed" in pg.get_attribute("#page-view", "class")
+    assert img.evaluate("i => i.naturalWidth") >= 2 * sharp
+    big, big_img = boxes.first.bounding_box(), img.bounding_box()
+    assert big_img["width"] > 2 * page_img["width"]
+    rel = lambda b, i: ((b["x"] - i["x"]) / i["width"], (b["y"] - i["y"]) / i["height"])  # noqa: E731
+    assert rel(big, big_img) == pytest.approx(rel(cell, page_img), abs=0.01)
+    view = pg.locator("#page-scroll").bounding_box()
+    assert view["x"] <= big["x"] + big["width"] / 2 <= view["x"] + view["width"]  # the cell is on screen
+    shot(pg, "cell-zoom")
+    img.click()
+    assert "zoomed" not in pg.get_attribute("#page-view", "class")

@@ -353,13 +353,14 @@ class Engine:
             tracer = Tracer(idx, idx.models.chat)
             return tracer.trace(question, answer_format, choices, papers=papers or None).to_dict()
 
-    def page_png(self, name: str, doc: str, page: int) -> Path:
+    def page_png(self, name: str, doc: str, page: int, scale: int = 1) -> Path:
+        """The rendered page at ``scale`` times the index's DPI (rendered once, then kept)."""
         with self.reading(name) as idx:
             doc_id = self._resolve(idx, doc)
             n = idx.store.manifest.documents[doc_id].n_pages
             if not 1 <= page <= n:
                 raise NotFound(f"{doc_id} has pages 1..{n}, not {page}")
-            return idx.store.page_image(doc_id, page)
+            return idx.store.page_image(doc_id, page, dpi=idx.store.config.dpi * scale if scale > 1 else None)
 
     def page_boxes(self, name: str, doc: str, page: int, text: str) -> dict[str, Any]:
         with self.reading(name) as idx:

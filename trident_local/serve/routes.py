@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any, Literal, get_type_hints
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field, create_model
@@ -187,8 +187,10 @@ def delete_document(request: Request, index: str, doc: str) -> dict:
 
 @router.get("/api/indexes/{index}/documents/{doc}/pages/{page}.png", tags=["documents"],
             dependencies=[Depends(require("read"))])
-def page_png(request: Request, index: str, doc: str, page: int) -> FileResponse:
-    return FileResponse(_engine(request).page_png(index, doc, page), media_type="image/png")
+def page_png(request: Request, index: str, doc: str, page: int,
+             scale: int = Query(1, ge=1, le=3, description="Resolution: 1 = the index's DPI; 2 or 3 for "
+                                "high-DPI screens and zooming in on a cell.")) -> FileResponse:
+    return FileResponse(_engine(request).page_png(index, doc, page, scale), media_type="image/png")
 
 
 @router.get("/api/indexes/{index}/documents/{doc}/pages/{page}/boxes", tags=["documents"],

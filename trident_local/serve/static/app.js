@@ -188,13 +188,33 @@ async function showCitation(i) {
   await showPage(c.doc_id, c.page, `[${i + 1}] ${c.file_name}, page ${c.page}`, ev);
 }
 
-async function showPage(docId, page, caption, ev) {
-  const blob = await api(`${base()}/documents/${docId}/pages/${page}.png`);
+// Pages render at the screen's pixel density (up to 3x the index's DPI); zooming in asks for 3x.
+function pageScale(zoomed) {
+  return zoomed ? 3 : Math.min(3, Math.max(1, Math.round(window.devicePixelRatio || 1)));
+}
+
+async function loadPageImage(docId, page, scale) {
+  const blob = await api(`${base()}/documents/${docId}/pages/${page}.png?scale=${scale}`);
   if (state.pageUrl) URL.revokeObjectURL(state.pageUrl);
   state.pageUrl = URL.createObjectURL(blob);
+  $("page-img").src = state.pageUrl;
+  state.page = { docId, page, scale };
+}
+
+async function toggleZoom() {
+  const view = $("page-view");
+  if (!state.page) return;
+  const zoomed = view.classList.toggle("zoomed");
+  if (zoomed && state.page.scale < 3) await loadPageImage(state.page.docId, state.page.page, 3);
+  const box = document.querySelector("#boxes div");
+  if (box) box.scrollIntoView({ block: "center", inline: "center" });
+}
+
+async function showPage(docId, page, caption, ev) {
+  $("page-view").classList.remove("zoomed");
+  await loadPageImage(docId, page, pageScale(false));
   const img = $("page-img");
   img.alt = `page ${page} of ${caption}`;
-  img.src = state.pageUrl;
   $("page-caption").textContent = caption + (ev && ev.boxes.length ? ` — ${ev.boxes.length} evidence box(es)` : "");
   $("boxes").replaceChildren(...(ev ? ev.boxes : []).map((b) => {
     const [x0, y0, x1, y1] = b.bbox;
@@ -237,6 +257,7 @@ async function verify(ev) {
 $("upload-form").addEventListener("submit", upload);
 $("ask-form").addEventListener("submit", ask);
 $("verify-form").addEventListener("submit", verify);
+$("page-view").addEventListener("click", () => toggleZoom().catch((e) => setStatus(e.message, true)));
 $("question").addEventListener("keydown", (e) => { if (e.key === "Enter" && e.ctrlKey) $("ask-form").requestSubmit(); });
 $("index").addEventListener("change", async (e) => { state.index = e.target.value; await Promise.all([loadDocs(), loadJobs()]); });
 $("savekey").addEventListener("click", () => {
