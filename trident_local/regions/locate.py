@@ -10,6 +10,9 @@ from trident_local.regions.layout import Cell, PageLayout, Region, Row
 from trident_local.text import idf_table, terms, weighted_overlap
 
 _NUMBER = re.compile(r"\(?-?\$?\d[\d,]*(?:\.\d+)?%?\)?")
+# "GPT-4", "Vicuna-13B", "level-2", "Figure 3-8", "10-K", "12/31/2018": names and dates, whose digits are
+# not values ("4" is not in "GPT-4")
+IDENTIFIER = re.compile(r"[^\s\d(),;:]*[A-Za-z][^\s(),;:]*\d[^\s(),;:]*|\d+[-–]?[A-Za-z]\w*|\d+(?:[-–/]\d+)+")
 # A table row (a label and values) outranks a line of prose sharing as many of the question's words:
 # the questions a page is searched for mostly ask for values, and a heading repeats the question's
 # topic words without holding the value.
@@ -28,7 +31,7 @@ def norm_number(s: str) -> str:
 
 def numbers(text: str) -> list[str]:
     """The numbers written in ``text``, normalised, in order, without repeats."""
-    out = [norm_number(m.group()) for m in _NUMBER.finditer(text)]
+    out = [norm_number(m.group()) for m in _NUMBER.finditer(IDENTIFIER.sub(" ", text))]
     return list(dict.fromkeys(n for n in out if any(ch.isdigit() for ch in n)))
 
 

@@ -8,7 +8,9 @@ it (with its column headings and the lines beside it) shares enough of the claim
 (:data:`MIN_ROW_MATCH`), so a "12" in a footnote does not support "revenue grew 12%". A value the page
 does not print is looked for as a difference, sum, ratio or share of two numbers in the rows that
 best match the claim (not anywhere on the page: over a whole page of numbers some pair fits almost
-any target), and must give the value as precisely as the claim writes it (95.2: 95.15 to 95.25).
+any target), only when the claim asks for one ("difference", "ratio", "total", "more than", ...) and
+the value is not a whole number under 10, and must give it as precisely as the claim writes it
+(95.2: 95.15 to 95.25).
 
 The verdict is "supported" (with the regions) or "unsupported" (no region states it); claims without
 a number get "unknown": the check has nothing to locate and the judges decide alone.
@@ -20,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from trident_local.regions.layout import PageLayout, Region
-from trident_local.regions.locate import locate_value, row_scores
+from trident_local.regions.locate import IDENTIFIER, locate_value, row_scores
 from trident_local.regions.locate import numbers as cell_numbers
 from trident_local.verify.support_features import numbers
 from trident_local.verify.types import SUPPORTED, UNKNOWN, UNSUPPORTED
@@ -31,6 +33,14 @@ from trident_local.verify.undecidable import computed_pair
 MIN_ROW_MATCH = 0.35
 OPERAND_ROWS = 6  # a computed value's operands are read from this many best-matching rows
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+# "<question>? — <answer>" (the claim `ask`'s self-check and the citation benchmark build): the values
+# are the answer's; the question's numbers ("in 2019", "the 50-shot setting") are its context
+_ANSWER_PART = re.compile(r"\?\s*[—–-]+\s+")
+# a value the page does not print is only looked for as a computation when the claim asks for one
+_COMPUTES = re.compile(r"\b(differences?|changes?|changed|increase[sd]?|decrease[sd]?|grew|grow(?:s|th|n)?|gap|ratio|"
+                       r"times|sum|total|combined|altogether|more|less|fewer|higher|lower|compared?|"
+                       r"percentage points?|margin|average|mean|per)\b", re.I)
+MIN_COMPUTED = 10  # small whole numbers (counts) follow from some pair of page numbers too easily
 # "Table 1", "Figure 3", "Note 13": numbers that name a place in the document, not a value
 _NAMED = re.compile(r"\b(?:tables?|figures?|figs?\.?|exhibits?|notes?|sections?|chapters?|items?|appendix|"
                     r"schedules?|parts?)\s+[A-Z]?\d+(?:\.\d+)*\b", re.I)
@@ -50,8 +60,11 @@ class RegionCheck:
 
 def claim_values(claim: str) -> list[str]:
     """The numbers a claim states, years left out unless the claim states nothing else (a year is
-    mostly the claim's context, "in 2023", not its value), and so are the numbers of "Table 1"."""
-    found = list(dict.fromkeys(numbers(_NAMED.sub(" ", claim))))
+    mostly the claim's context, "in 2023", not its value), and so are the numbers of "Table 1",
+    of names such as "GPT-4" and, in a "<question>? — <answer>" claim, of the question."""
+    parts = _ANSWER_PART.split(claim)
+    said = parts[-1] if len(parts) > 1 else claim
+    found = list(dict.fromkeys(numbers(IDENTIFIER.sub(" ", _NAMED.sub(" ", said)))))
     values = [n for n in found if not _YEAR.match(n)]
     return values or found
 
@@ -67,7 +80,7 @@ def check_claim(lay: PageLayout, claim: str, min_match: float = MIN_ROW_MATCH) -
         if found and match >= min_match:
             regions += [r for r in found if r.bbox not in {o.bbox for o in regions}]
             continue
-        computed = _computed(lay, v, claim)
+        computed = _computed(lay, v, claim) if _COMPUTES.search(claim) else None
         if computed is None:
             return RegionCheck(UNSUPPORTED, how=f"{v} is not stated in a row about the claim")
         how, operands = computed
@@ -82,6 +95,8 @@ def _computed(lay: PageLayout, value: str, claim: str) -> tuple[str, list[Region
     try:
         target = float(value)
     except ValueError:
+        return None
+    if target == int(target) and abs(target) < MIN_COMPUTED:
         return None
     scores = row_scores(lay, claim)
     best = [i for i in sorted(range(len(lay.rows)), key=lambda i: -scores[i])[:OPERAND_ROWS] if scores[i] > 0]
