@@ -196,3 +196,25 @@ def test_eval_trace_errors(tmp_path: Path) -> None:
     pred.write_text("")
     res = runner.invoke(app, ["eval", "trace", "score", "--gold", str(bad), "--pred", str(pred)])
     assert res.exit_code == 2 and "invalid dataset" in " ".join(res.output.split())
+
+
+def test_a_trace_embeds_its_question_once(index: Index) -> None:
+    """Papers, objects and the extractive answer share one Query: one query embedding per trace."""
+    import numpy as np
+
+    class Counting:
+        name, dim = "counting-test-embedder", 8
+
+        def __init__(self):
+            self.queries: list[str] = []
+
+        def encode(self, texts, kind="passage"):
+            if kind == "query":
+                self.queries += list(texts)
+            return np.stack([np.resize(np.frombuffer(t.encode()[:8].ljust(8), np.uint8), 8).astype(np.float32)
+                             for t in texts]) if texts else np.zeros((0, 8), np.float32)
+
+    emb = Counting()
+    question = "What accuracy does ZEBRA reach in the results table?"
+    res = Tracer(index, embedder=emb).trace(question)
+    assert res.papers == [A] and emb.queries == [question]

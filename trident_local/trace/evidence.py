@@ -40,6 +40,7 @@ from trident_local.docs.model import BBox, Document, EvidenceObject, Page, TextB
 from trident_local.docs.objects import CAPTION
 from trident_local.docs.paper_meta import normalize_label
 from trident_local.fusion import combsum, rrf_ranks
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit
 from trident_local.text import RESULT_CUES, sentences, stemmer, windows
 
@@ -289,18 +290,21 @@ class ObjectRetriever:
         self._vecs[doc_id] = vecs
         return vecs
 
-    def _page_ranking(self, question: str, doc_ids: Sequence[str]) -> list[Hit]:
+    def _page_ranking(self, question: str | Query, doc_ids: Sequence[str]) -> list[Hit]:
         pools = self.store.config.pools
         pool = "rrf" if "bm25" in pools and "dense" in pools else ("bm25" if "bm25" in pools else None)
         if pool is None:
             return []
         return self.index.search(question, pool=pool, doc=list(doc_ids), k=PAGE_DEPTH)
 
-    def search(self, question: str, doc_ids: Sequence[str], k: int = 30, *,
+    def search(self, question: str | Query, doc_ids: Sequence[str], k: int = 30, *,
                answer_format: str = "free_form") -> list[Evidence]:
-        """Candidates of ``doc_ids`` ranked for ``question``, best first."""
+        """Candidates of ``doc_ids`` ranked for ``question``, best first (a :class:`Query` is embedded
+        once for the objects and the page pool)."""
         import bm25s
 
+        query = Query.of(question)
+        question = query.text
         doc_ids = list(doc_ids)
         rows: list[tuple[str, Candidate]] = [(d, c) for d in doc_ids for c in self.candidates(d)]
         if not rows:
@@ -322,11 +326,11 @@ class ObjectRetriever:
             mats = [self.vectors(d) for d in doc_ids]
             if all(m is not None for m in mats):
                 mat = np.concatenate(mats)
-                qv = self.embedder.encode([question], kind="query")[0].astype(np.float32)
+                qv = query.vector(self.embedder).astype(np.float32)
                 s = mat @ qv
                 rankings.append({int(i): r for r, i in enumerate(np.argsort(-s, kind="stable"), start=1)})
                 scores.append(s)
-        page_rank = {(h.doc_id, h.page): r for r, h in enumerate(self._page_ranking(question, doc_ids), start=1)}
+        page_rank = {(h.doc_id, h.page): r for r, h in enumerate(self._page_ranking(query, doc_ids), start=1)}
         if page_rank:  # objects on one page share the page's rank
             rankings.append({i: page_rank[(d, c.obj.page)] for i, (d, c) in enumerate(rows)
                              if (d, c.obj.page) in page_rank})

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from trident_local.query import Query
 from trident_local.text import (
     ENTITY_QUESTION,
     EXPLAIN_QUESTION,
@@ -77,10 +78,10 @@ class Extractive:
     def __init__(self, embedder: Any = None):
         self.embedder = embedder
 
-    def _cos(self, query: str, texts: Sequence[str]) -> np.ndarray:
+    def _cos(self, query: str | Query, texts: Sequence[str]) -> np.ndarray:
         if self.embedder is None or not texts:
             return np.zeros(len(texts), np.float32)
-        q = self.embedder.encode([query], kind="query")[0]
+        q = Query.of(query).vector(self.embedder)
         return self.embedder.encode(list(texts), kind="passage") @ q
 
     def _units(self, evidence: Sequence[Evidence]) -> list[_Unit]:
@@ -92,8 +93,8 @@ class Extractive:
                 out += [_Unit(s, i) for s in sentences(e.text) if len(s) > 3]
         return out
 
-    def _rank_units(self, question: str, units: list[_Unit]) -> list[tuple[float, _Unit]]:
-        q = terms(question)
+    def _rank_units(self, question: str | Query, units: list[_Unit]) -> list[tuple[float, _Unit]]:
+        q = terms(Query.of(question).text)
         cos = self._cos(question, [u.text for u in units])
         scored = [(0.5 * overlap(q, u.text) + 0.5 * float(c), u) for u, c in zip(units, cos, strict=True)]
         return sorted(scored, key=lambda x: -x[0])
@@ -184,7 +185,9 @@ class Extractive:
                     best = (v.group(1).strip(), fit)
         return best
 
-    def free_form(self, question: str, evidence: Sequence[Evidence]) -> tuple[str, str]:
+    def free_form(self, question: str | Query, evidence: Sequence[Evidence]) -> tuple[str, str]:
+        query = Query.of(question)
+        question = query.text
         numeric = bool(NUMERIC_QUESTION.search(question))
         cell = self.table_cell(question, evidence, numeric)
         if cell and cell[2] >= 1.0:
@@ -193,7 +196,7 @@ class Extractive:
                 m = _NUM.search(value)
                 value = m.group(0) if m else value
             return value, cell[1]
-        ranked = self._rank_units(question, self._units(evidence))
+        ranked = self._rank_units(query, self._units(evidence))
         if not ranked:
             return (cell[0], cell[1]) if cell else ("", "")
         if numeric:
@@ -222,7 +225,10 @@ class Extractive:
                 return picked, u.text
         return ranked[0][1].text, ranked[0][1].text
 
-    def multiple_choice(self, question: str, choices: Sequence[str], evidence: Sequence[Evidence]) -> tuple[str, str]:
+    def multiple_choice(self, question: str | Query, choices: Sequence[str],
+                        evidence: Sequence[Evidence]) -> tuple[str, str]:
+        query = Query.of(question)
+        question = query.text
         units = self._units(evidence) + [_Unit(r, i) for i, e in enumerate(evidence) if e.type == "table"
                                          for r in e.text.splitlines() if r.strip()]
         if not choices:
@@ -232,7 +238,7 @@ class Extractive:
         texts = [u.text for u in units]
         all_text = " ".join(texts).lower()
         q = terms(question)
-        rel = 0.5 * np.array([overlap(q, t) for t in texts]) + 0.5 * self._cos(question, texts)
+        rel = 0.5 * np.array([overlap(q, t) for t in texts]) + 0.5 * self._cos(query, texts)
         best, best_s, support = 0, -1e9, ""
         for ci, c in enumerate(choices):
             ct = terms(c)
@@ -265,11 +271,12 @@ class Extractive:
         out = [[cols[j] for j in keep_cols]] + [[r[j] if j < len(r) else "" for j in keep_cols] for r in body]
         return out, f"{e.label or e.object_id}"
 
-    def answer(self, question: str, fmt: str, choices: Sequence[str], evidence: Sequence[Evidence]) -> tuple[Any, str]:
+    def answer(self, question: str | Query, fmt: str, choices: Sequence[str],
+               evidence: Sequence[Evidence]) -> tuple[Any, str]:
         if fmt == "multiple_choice":
             return self.multiple_choice(question, choices, evidence)
         if fmt == "table":
-            return self.table(question, evidence)
+            return self.table(Query.of(question).text, evidence)
         return self.free_form(question, evidence)
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from trident_local.atomic import atomic_write_json, atomic_write_npy, read_json
 from trident_local.docs.paper_meta import META_VERSION, PaperMeta, normalize_paper_id, paper_meta
 from trident_local.errors import TridentError
+from trident_local.query import Query
 from trident_local.retrieve.base import Hit
 from trident_local.retrieve.rrf import rrf_fuse
 from trident_local.text import stemmer
@@ -203,11 +204,11 @@ class PaperIndex:
             self._head_vecs = np.stack(rows) if rows else np.zeros((0, emb.dim), np.float32)
         return self._head_vecs
 
-    def _head_dense(self, question: str) -> list[Hit]:
+    def _head_dense(self, query: Query) -> list[Hit]:
         mat = self._head_matrix()
         if mat is None or not len(mat):
             return []
-        q = self.embedder.encode([question], kind="query")[0].astype(np.float32)
+        q = query.vector(self.embedder).astype(np.float32)
         return self._ranked(mat @ q, "head_dense")
 
     def _ranked(self, scores: np.ndarray, name: str) -> list[Hit]:
@@ -215,28 +216,32 @@ class PaperIndex:
         order = np.argsort(-scores, kind="stable")
         return [Hit(recs[i].doc_id, 0, float(scores[i]), name) for i in order if scores[i] > 0 or name == "head_dense"]
 
-    def _page_pool(self, question: str, pool: str) -> list[Hit]:
+    def _page_pool(self, query: Query, pool: str) -> list[Hit]:
         if pool not in self.store.config.pools:
             return []
-        hits = self.index.search(question, pool=pool, k=PAGE_DEPTH)
+        hits = self.index.search(query, pool=pool, k=PAGE_DEPTH)
         best: dict[str, float] = {}
         for h in hits:  # best-first: the first page seen of a paper is its best
             best.setdefault(h.doc_id, h.score)
         return [Hit(d, 0, s, f"text_{pool}") for d, s in best.items()]
 
-    def rankings(self, question: str) -> dict[str, list[Hit]]:
-        """Each ranking of the papers, best first (doc-level Hits with page 0)."""
-        out = {"head_bm25": self._head_bm25(question), "head_dense": self._head_dense(question),
-               "text_bm25": self._page_pool(question, "bm25"), "text_dense": self._page_pool(question, "dense")}
+    def rankings(self, question: str | Query) -> dict[str, list[Hit]]:
+        """Each ranking of the papers, best first (doc-level Hits with page 0); the question is embedded
+        once for all of them (:class:`~trident_local.query.Query`)."""
+        query = Query.of(question)
+        out = {"head_bm25": self._head_bm25(query.text), "head_dense": self._head_dense(query),
+               "text_bm25": self._page_pool(query, "bm25"), "text_dense": self._page_pool(query, "dense")}
         return {k: v for k, v in out.items() if v}
 
-    def search(self, question: str, k: int = 10) -> list[PaperHit]:
+    def search(self, question: str | Query, k: int = 10) -> list[PaperHit]:
         """Papers ranked for ``question`` by RRF of the rankings above."""
+        query = Query.of(question)
+        question = query.text
         if not question.strip():
             raise TridentError("the question is empty")
         if not self.records():
             raise TridentError(f"{self.store.root} holds no documents yet; add some with `trident index`")
-        ranks = self.rankings(question)
+        ranks = self.rankings(query)
         fused = rrf_fuse(list(ranks.values()), name="papers")
         seen = {h.doc_id for h in fused}
         fused += [Hit(r.doc_id, 0, 0.0, "papers") for r in self.records() if r.doc_id not in seen]

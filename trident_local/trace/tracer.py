@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from trident_local.docs.paper_meta import normalize_label, normalize_type
 from trident_local.errors import ModelOutputError, TridentError
+from trident_local.query import Query
 from trident_local.trace.answer import model_answer
 from trident_local.trace.evidence import Evidence, ObjectRetriever
 from trident_local.trace.extractive import Extractive, overlap, terms
@@ -108,6 +109,7 @@ class Tracer:
             raise TridentError("a multiple_choice question needs at least two choices")
         notes: list[str] = []
         cand_info: list[dict[str, Any]] = []
+        query = Query(question, answer_format=fmt)  # embedded once for papers, objects and the answer
         if evidence is not None:
             chosen_ev = self.oracle_evidence(evidence)
             doc_ids = list(dict.fromkeys(e.doc_id for e in chosen_ev))
@@ -119,12 +121,12 @@ class Tracer:
             if papers is not None:
                 doc_ids = list(dict.fromkeys(self.papers.resolve(p) for p in papers))
             else:
-                hits = self.papers.search(question)
+                hits = self.papers.search(query)
                 sel = self.papers.select(question, hits, n=n_papers, max_papers=self.max_papers)
                 doc_ids = [h.doc_id for h in sel]
                 cand_info = [{"paper": h.paper_id, "title": h.title, "score": round(h.score, 5), "named": h.named,
                               "selected": h.doc_id in doc_ids} for h in hits[:5]]
-            ranked = self.objects.search(question, doc_ids, answer_format=fmt)
+            ranked = self.objects.search(query, doc_ids, answer_format=fmt)
             chosen_ev = self.objects.select(question, ranked, doc_ids, per_paper=self.per_paper,
                                             max_items=self.max_evidence)
             locators = [e.locator() for e in chosen_ev]
@@ -140,6 +142,6 @@ class Tracer:
             except ModelOutputError as e:
                 notes.append(f"model answer unusable ({e}); extractive answer used instead")
         if mode == "extractive":
-            answer, support = self.extractive.answer(question, fmt, choices, chosen_ev)
+            answer, support = self.extractive.answer(query, fmt, choices, chosen_ev)
         return TraceResult(question, fmt, paper_ids, locators, answer, mode, model_name, choices, cand_info,
                            support, notes)
