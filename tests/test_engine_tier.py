@@ -5,8 +5,10 @@ Instruct (``bash scripts/setup.sh --engine``). The tests run the CLI as a user
 does, on the sample PDFs: through the offline engine (``backend = "vllm"``,
 the engine venv's python) and through vLLM's OpenAI-compatible server
 (``python -m vllm.entrypoints.openai.api_server`` from the engine venv, the CLI
-from this venv with ``backend = "openai"``). Engine starts are few: one server
-per module, one CLI process per group of stages.
+from this venv with ``backend = "openai"``). Each engine path starts once: one
+server for the served stages (each stage its own CLI process, as a user runs
+them), one process for all the offline stages (tests/engine_stages.py: the
+process's model cache builds the engine once).
 
 SmolLM2 is a plumbing model: the tests check what the engine path guarantees
 (no engine fallback, schema-valid replies, no reply cut by max_tokens, pure
@@ -172,36 +174,55 @@ def check_verify(rep: dict[str, Any]) -> None:
     print(f"verify: {rep['counts']}")
 
 
-def run_stages(python: Path | str, profile: str, ix: Path, tmp: Path) -> dict[str, Any]:
+STDOUT_STAGES = ("plain", "lenses", "verify", "trace")  # run as a user pipes them: `--json -`
+
+
+def stage_commands(profile: str, ix: Path, tmp: Path) -> dict[str, list[str]]:
     """annotate; ask (annotated rerank + plain); ask (lenses + synthesis); verify (judge + decomposition);
-    eval qa (rerank + answer + QA answer extraction); trace. Returns their JSON."""
-    out: dict[str, Any] = {}
-    ann = tmp / "annotate.json"
-    cli(python, "annotate", "--index", str(ix), "--profile", profile, "--json", str(ann))
-    out["annotate"] = json.loads(ann.read_text())
+    eval qa (rerank + answer + QA answer extraction); trace. Each writes its JSON to tmp/<stage>.json."""
     ask = ["ask", QUESTION, "--index", str(ix), "--doc", HELIOS, "--rerank", "annotated", "--profile", profile]
-    out["plain"] = stdout_json(cli(python, *ask, "--answer", "plain", "--json", "-"))
-    out["lenses"] = stdout_json(cli(python, *ask, "--answer", "lenses", "--json", "-"))
-    cited = out["plain"]["answer"]["citations"][0]["page"]
-    answer = f"The Coastal region's revenue grew in 2023 [p. {cited}]. Helios reported its results [p. {cited}]."
-    out["verify"] = stdout_json(
-        cli(python, "verify", answer, "--index", str(ix), "--doc", HELIOS, "--text-judge", profile,
-            "--image-judge", "none", "--decompose", profile, "--json", "-")
-    )
+    answer = "The Coastal region's revenue grew in 2023 [p. 2]. Helios reported its results [p. 2]."
     dataset = tmp / "qa.json"
     dataset.write_text(json.dumps([
         {"doc_id": HELIOS, "question": QUESTION, "answer": "unknown to the test", "answer_format": "Str",
          "evidence_pages": "[]", "evidence_sources": "[]"},
     ]))
-    qa = tmp / "qa-summary.json"
-    cli(python, "eval", "qa", "--index", str(ix), "--dataset", str(dataset), "--profile", profile,
-        "--answer", "plain", "--json", str(qa))
-    out["qa"] = json.loads(qa.read_text())
-    out["trace"] = stdout_json(
-        cli(python, "trace", "What does the sparse page retrieval paper measure?", "--index", str(ix),
-            "--profile", profile, "--json", "-")
-    )
+    cmds = {
+        "annotate": ["annotate", "--index", str(ix), "--profile", profile],
+        "plain": [*ask, "--answer", "plain"],
+        "lenses": [*ask, "--answer", "lenses"],
+        "verify": ["verify", answer, "--index", str(ix), "--doc", HELIOS, "--text-judge", profile,
+                   "--image-judge", "none", "--decompose", profile],
+        "qa": ["eval", "qa", "--index", str(ix), "--dataset", str(dataset), "--profile", profile,
+               "--answer", "plain"],
+        "trace": ["trace", "What does the sparse page retrieval paper measure?", "--index", str(ix),
+                  "--profile", profile],
+    }
+    return {name: [*args, "--json", str(tmp / f"{name}.json")] for name, args in cmds.items()}
+
+
+def run_stages(python: Path | str, profile: str, ix: Path, tmp: Path) -> dict[str, Any]:
+    """Every stage as its own CLI process, as a user runs them (the answers' JSON read from stdout)."""
+    out: dict[str, Any] = {}
+    for name, args in stage_commands(profile, ix, tmp).items():
+        if name in STDOUT_STAGES:
+            out[name] = stdout_json(cli(python, *args[:-1], "-"))
+        else:
+            cli(python, *args)
+            out[name] = json.loads((tmp / f"{name}.json").read_text())
     return out
+
+
+def run_stages_in_one_process(python: Path | str, profile: str, ix: Path, tmp: Path) -> dict[str, Any]:
+    """Every stage in ONE process (tests/engine_stages.py): the offline engine starts once for all six."""
+    cmds = stage_commands(profile, ix, tmp)
+    plan = tmp / "plan.json"
+    plan.write_text(json.dumps(list(cmds.values())))
+    res = subprocess.run([str(python), str(REPO / "tests" / "engine_stages.py"), str(plan)], cwd=REPO, env=env(),
+                         capture_output=True, text=True, timeout=TIMEOUT_S)
+    if res.returncode != 0:
+        pytest.fail(f"the stages exited {res.returncode}:\n{res.stderr[-3000:]}")
+    return {name: json.loads((tmp / f"{name}.json").read_text()) for name in cmds}
 
 
 def check_all(out: dict[str, Any], label: str) -> None:
@@ -228,7 +249,7 @@ def served_run(server: str, base_index: Path, tmp_path_factory: pytest.TempPathF
 @pytest.fixture(scope="module")
 def offline_run(engine_python: Path, base_index: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     ix = copy_index(base_index, tmp_path_factory, "offline")
-    return run_stages(engine_python, OFFLINE, ix, tmp_path_factory.mktemp("offline-out"))
+    return run_stages_in_one_process(engine_python, OFFLINE, ix, tmp_path_factory.mktemp("offline-out"))
 
 
 def test_every_stage_through_the_server(served_run: dict[str, Any]) -> None:
