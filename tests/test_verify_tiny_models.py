@@ -45,9 +45,11 @@ def check_conservative(report) -> None:
             assert j.verdict in (*JUDGE_VERDICTS, "unknown")
             if j.verdict == "unknown":
                 assert j.error  # what went wrong is recorded
-        if all(j.verdict == "unknown" for j in r.judgements):
-            assert (r.verdict, r.action) == ("unknown", "flag") and "unverified" in r.flags
-        assert r.action in ("keep", "fix-page", "remove", "flag")
+        if all(j.verdict == "unknown" for j in r.judgements):  # kept: flagged, or pointed at its located value
+            assert r.verdict == "unknown"
+            assert (r.action == "flag" and "unverified" in r.flags) or \
+                (r.action in ("keep", "fix-region") and "region-supported" in r.flags and r.regions)
+        assert r.action in ("keep", "fix-region", "fix-page", "remove", "flag")
 
 
 def test_tiny_llama_text_and_tiny_qwen_image_judges(setup) -> None:
