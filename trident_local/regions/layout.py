@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 BBox = tuple[float, float, float, float]
@@ -52,11 +52,11 @@ class Cell:
     def y(self) -> float:
         return (self.bbox[1] + self.bbox[3]) / 2
 
-    @property
+    @cached_property
     def numeric(self) -> bool:
         return any(ch.isdigit() for ch in self.text) and sum(ch.isalpha() for ch in self.text) <= 3
 
-    @property
+    @cached_property
     def value(self) -> bool:
         """A number in a table body: numeric and not a year heading a column."""
         return self.numeric and not _YEAR.match(self.text.strip())
@@ -74,12 +74,13 @@ class Row:
     def text(self) -> str:
         return " | ".join(c.text for c in self.cells)
 
-    @property
+    # cached: a row's cells are final once the layout is built (read only after that)
+    @cached_property
     def is_table_row(self) -> bool:
         """A label and values side by side (a column-header row of years is not one)."""
         return len(self.cells) >= 2 and any(c.value for c in self.cells)
 
-    @property
+    @cached_property
     def is_header_row(self) -> bool:
         """Column headings: several cells, none of them a value."""
         return len(self.cells) >= 2 and not any(c.value for c in self.cells)
@@ -95,6 +96,14 @@ class PageLayout:
     @property
     def area(self) -> float:
         return self.width * self.height
+
+    @cached_property
+    def row_terms(self) -> list[list[str]]:
+        """Each row's content terms (computed once: an answer's values, its headers and the question
+        all score the same rows)."""
+        from trident_local.text import terms
+
+        return [terms(r.text) for r in self.rows]
 
 
 def union(boxes) -> BBox:

@@ -60,7 +60,8 @@ def row_scores(lay: PageLayout, query: str, table_boost: float = TABLE_ROW_BOOST
     headings, at HEADER_WEIGHT (a value's row names the item, its column the year or measure), and
     is multiplied by ``table_boost`` (to rank rows; 1 to read the score as a share)."""
     q = terms(query)
-    row_terms = [terms(r.text) for r in lay.rows]
+    row_terms = lay.row_terms
+    at = {id(r): i for i, r in enumerate(lay.rows)}
     idf = idf_table(row_terms)
     default = max(idf.values(), default=1.0)
     mass = sum(idf.get(w, default) for w in set(q)) or 1.0
@@ -70,7 +71,7 @@ def row_scores(lay: PageLayout, query: str, table_boost: float = TABLE_ROW_BOOST
         if r.is_table_row:
             head = _header_above(lay, i)
             if head is not None:
-                only_head = set(terms(head.text)) - set(t)
+                only_head = set(row_terms[at[id(head)]]) - set(t)
                 s += HEADER_WEIGHT * sum(idf.get(w, default) for w in set(q) if w in only_head) / mass
             s *= table_boost
         out.append(s)
