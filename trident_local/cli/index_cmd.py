@@ -178,7 +178,7 @@ def search(
         d = idx.store.document(h.doc_id)
         page = d.page(h.page)
         snippet = " ".join(page.text.split())[:160]
-        regions = hit_regions(idx, question, h)
+        regions = hit_regions(idx, question, h, rank=i - 1)
         shown = regions[0].text[:160] if regions else snippet
         table.add_row(str(i), d.file_name, str(h.page), f"{h.score:.3f}", page.section[:40], shown)
         out.append(

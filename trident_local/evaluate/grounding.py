@@ -162,7 +162,7 @@ def run_grounding(
             return p.width * p.height
 
         hits = index.search(rec.question, pool=pool, doc=[rec.doc_id], k=k)
-        regs = [r.to_dict() for h in hits for r in hit_regions(index, rec.question, h)]
+        regs = [r.to_dict() for i, h in enumerate(hits) for r in hit_regions(index, rec.question, h, rank=i)]
         row.search = score_regions(regs, gold, area)
         if answers:
             res = ask(index, Query(rec.question, min_confidence=min_confidence), AskOptions(pool=pool),

@@ -307,8 +307,8 @@ class Engine:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
             from trident_local.regions import hit_regions
 
-            return [{**asdict(h), "regions": [r.to_dict() for r in hit_regions(idx, question, h)]}
-                    for h in idx.search(question, pool=pool, doc=doc_ids, k=k)]
+            return [{**asdict(h), "regions": [r.to_dict() for r in hit_regions(idx, question, h, rank=i)]}
+                    for i, h in enumerate(idx.search(question, pool=pool, doc=doc_ids, k=k))]
 
     def ask(self, name: str, question: str, options: AskOptions, *, docs: list[str] | None,
             min_confidence: float | None = None) -> dict[str, Any]:
