@@ -111,3 +111,17 @@ def test_document_json_round_trip(rich_doc: Document) -> None:
 
     again = Document.from_dict(json.loads(json.dumps(rich_doc.to_dict())))
     assert again == rich_doc
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract not installed")
+def test_a_scanned_page_keeps_the_ocr_line_boxes_so_its_values_have_regions(tmp_path) -> None:
+    from trident_local.models.profiles import build_model
+    from trident_local.regions import page_layout, value_regions
+
+    pdf = scanned_pdf(tmp_path / "scan.pdf")  # the text is drawn at y 150/400 of an image placed at 20..180 pt
+    page = ingest_pdf(pdf, ocr=build_model("ocr", "tesseract")).pages[0]
+    assert page.ocr and page.blocks == [] and page.ocr_blocks  # OCR gives no font sizes: kept apart
+    assert page.text == "\n\n".join(b.text for b in page.ocr_blocks)
+    (cell,) = value_regions(page_layout(pdf, 1, page.ocr_blocks, (page.width, page.height)), "4812", "invoice total")
+    x0, y0, x1, y1 = cell.bbox
+    assert "4812" in cell.text and 20 <= x0 < x1 <= 575 and 70 < y0 < y1 < 120  # where the text is on the page

@@ -78,13 +78,25 @@ def _blocks(page: pymupdf.Page) -> list[TextBlock]:
     return out
 
 
-def _ocr_page(page: pymupdf.Page, ocr: OCREngine) -> str:
+def _ocr_page(page: pymupdf.Page, ocr: OCREngine) -> tuple[str, list[TextBlock]]:
+    """The page's OCR text, and its text blocks with line boxes in PDF points where the engine gives
+    them (``ocr_lines``: tesseract does), so regions point into scanned pages too."""
     from PIL import Image
 
     pix = page.get_pixmap(dpi=render_dpi(page.rect.width, page.rect.height, OCR_DPI, OCR_MAX_PIXELS))
     image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples) if pix.n == 3 else Image.frombytes(
         "RGB", (pix.width, pix.height), pymupdf.Pixmap(pymupdf.csRGB, pix).samples)
-    return ocr.ocr(image).strip()
+    lines_of = getattr(ocr, "ocr_lines", None)
+    if lines_of is None:
+        return ocr.ocr(image).strip(), []
+    sx, sy = page.rect.width / pix.width, page.rect.height / pix.height
+    blocks = []
+    for block in lines_of(image):
+        boxes = [[round(b[0] * sx, 1), round(b[1] * sy, 1), round(b[2] * sx, 1), round(b[3] * sy, 1)]
+                 for _, b in block]
+        bbox = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+        blocks.append(TextBlock(text="\n".join(t for t, _ in block), bbox=bbox, font_size=0.0, lines=boxes))
+    return "\n\n".join(b.text for b in blocks), blocks
 
 
 def ingest_pdf(path: str | Path, *, ocr: OCREngine | None = None, doc_id: str | None = None,
@@ -132,7 +144,7 @@ def ingest_pdf(path: str | Path, *, ocr: OCREngine | None = None, doc_id: str | 
                     try:
                         if not is_blank(page):
                             n_ocr += 1
-                            pg.text = _ocr_page(page, ocr)  # type: ignore[arg-type]
+                            pg.text, pg.ocr_blocks = _ocr_page(page, ocr)  # type: ignore[arg-type]
                         pg.ocr = True
                     except Exception as e:
                         doc.warnings.append(f"page {i}: OCR failed ({e})")

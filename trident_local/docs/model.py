@@ -61,6 +61,9 @@ class Page:
     n_images: int = 0
     ocr: bool = False  # text came from OCR
     image_only: bool = False  # no text layer and no OCR available
+    # an OCR'd page's text blocks with their line boxes (where the OCR engine gives them): kept apart
+    # from ``blocks``, whose font sizes headings and titles are read from, since OCR gives none
+    ocr_blocks: list[TextBlock] = field(default_factory=list)
 
     @property
     def section(self) -> str:
@@ -107,6 +110,7 @@ class Document:
                 **{
                     **p,
                     "blocks": [TextBlock(**{**b, "bbox": tuple(b["bbox"])}) for b in p["blocks"]],
+                    "ocr_blocks": [TextBlock(**{**b, "bbox": tuple(b["bbox"])}) for b in p.get("ocr_blocks", [])],
                     "objects": [EvidenceObject(**{**o, "bbox": tuple(o["bbox"])}) for o in p["objects"]],
                 }
             )

@@ -21,7 +21,7 @@ def layout_of(index: Index | IndexStore, doc_id: str, page: int) -> PageLayout:
     store = getattr(index, "store", index)
     entry = store.manifest.documents[doc_id]
     stored = store.document(doc_id).page(page)
-    return page_layout(entry.path, page, stored.blocks, (stored.width, stored.height))
+    return page_layout(entry.path, page, stored.blocks or stored.ocr_blocks, (stored.width, stored.height))
 
 
 # Rows handed out per search hit, by the hit's rank: the first page is the likeliest to hold the

@@ -3,8 +3,9 @@ table are its cells), rows (cells side by side on one baseline) and their header
 
 Built from the line boxes the index stores with each text block at ingest (PyMuPDF's lines, read
 anyway for the page's text), so asking costs no PDF parsing. An index built before line boxes were
-stored has its pages' words read from the source PDF instead (10-40 ms a page); a page without a
-text layer (scanned; its OCR keeps no word boxes) falls back to its stored text blocks.
+stored has its pages' words read from the source PDF instead (10-40 ms a page). A scanned page's
+lines are the OCR's (tesseract's line boxes, stored at ingest); an OCR engine that gives no boxes
+leaves the page's stored text blocks as its only regions.
 """
 
 from __future__ import annotations

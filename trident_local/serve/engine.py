@@ -392,7 +392,7 @@ class Engine:
             return (caption if label and caption.startswith(label) else f"{label} {caption}").strip()
 
         cands = [{"kind": "text", "label": "", "bbox": list(b.bbox), "score": score(b.text),
-                  "text": b.text.strip()[:300]} for b in p.blocks]
+                  "text": b.text.strip()[:300]} for b in p.blocks or p.ocr_blocks]
         cands += [{"kind": o.type, "label": o.label or o.object_id, "bbox": list(o.bbox),
                    "score": score(f"{o.label} {o.caption} {o.text}"),
                    "text": (titled(o.label, o.caption) or o.text.strip())[:300]} for o in p.objects]
