@@ -1,9 +1,10 @@
 """`trident eval qa|retrieval --ray`: question shards on Ray actors that read the index.
 
     driver: load the dataset, split the questions into contiguous shards
-      Ray actors (``--workers`` on CPUs, or one per GPU for a local GPU chat model): each opens
-      the index (it only reads it) with its own `Models`, loaded once, and runs the same
-      per-question code as the single-process run on each shard it is given
+      Ray Data actors (``--workers`` on CPUs, or one per GPU for a local GPU chat model;
+      ``ray_runtime.map_on_actors``, as indexing and annotation use): each opens the index (it
+      only reads it) with its own `Models`, loaded once, and runs the same per-question code as
+      the single-process run on each shard it is given
     driver: each shard's rows handed on as it comes back (a resumable run file appends them),
       then all of them gathered in the original question order, the same summary computed over them
 
@@ -14,6 +15,9 @@ returns the function an actor applies to a shard: ``records -> per-question resu
 from __future__ import annotations
 
 import math
+import os
+import pickle
+import socket
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,24 +30,26 @@ SHARDS_PER_ACTOR = 4  # several shards per actor: a slow shard does not leave th
 
 
 class _ShardWorker:
-    """Ray actor: one read-only index handle and one model runtime for all the shards it runs."""
+    """Ray Data actor: one read-only index handle and one model runtime for all the shards it runs.
+    Shards and results travel pickled (question records and result rows are dataclasses)."""
 
     def __init__(self, root: str, make_worker: Callable[[Any], Callable[[list], list]]):
         from trident_local.index import Index
 
         self.work = make_worker(Index.open(root))
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
 
-    def run(self, i: int, records: list) -> tuple[int, list, str]:
-        """(the shard's number, its results, an error message or "")."""
-        try:
-            return i, self.work(records), ""
-        except TridentError as e:  # a configuration problem (a missing model): the driver stops
-            return i, [], str(e)
-
-    def runtime(self) -> dict[str, Any]:
+    def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The shard's results, an error message or "" (a configuration problem, such as a missing
+        model: the driver stops), and this actor's runtime report."""
         from trident_local.models.runtime import runtime_report
 
-        return runtime_report()
+        try:
+            results, error = self.work(pickle.loads(row["records"])), ""
+        except TridentError as e:
+            results, error = [], str(e)
+        return {"i": row["i"], "results": pickle.dumps(results), "error": error, "actor": self.name,
+                "runtime": pickle.dumps(runtime_report())}
 
 
 def shards(items: Sequence, n: int) -> list[list]:
@@ -69,7 +75,7 @@ def run_sharded(
     ``on_shard``: called with each shard's results as soon as it comes back, in any order, so
     what is finished is kept even if a later shard fails.
     """
-    from trident_local.scale.ray_runtime import actor_count, actor_gpus, connect, import_ray
+    from trident_local.scale.ray_runtime import actor_count, actor_gpus, connect, import_ray, map_on_actors
 
     import_ray()  # without the extra: a clear error even when there is nothing to run
     if not records:
@@ -80,25 +86,27 @@ def run_sharded(
         gpus = actor_gpus(ray, chat_profile)
         n_actors = min(actor_count(ray, workers, gpus), len(records))
         parts = shards(records, n_actors * SHARDS_PER_ACTOR)
-        Worker = ray.remote(num_cpus=1, num_gpus=gpus)(_ShardWorker)
+        rows = [{"i": i, "records": pickle.dumps(part)} for i, part in enumerate(parts)]
         root = str(index.store.root.resolve())
-        actors = [Worker.remote(root, make_worker) for _ in range(min(n_actors, len(parts)))]
-        pool = ray.util.ActorPool(actors)
-        done: list[list] = [[] for _ in parts]
-        try:
-            for i, rows, error in pool.map_unordered(lambda a, job: a.run.remote(*job), list(enumerate(parts))):
-                if error:
-                    raise TridentError(error)
-                done[i] = rows
-                if on_shard:
-                    on_shard(rows)
-                for _ in parts[i]:
-                    if on_step:
-                        on_step()
-        except ray.exceptions.RayActorError as e:
-            raise TridentError(f"a Ray worker died while answering questions: {e}") from None
-        reports = ray.get([a.runtime.remote() for a in actors])
-        return [x for rows in done for x in rows], reports
+        done: list[list | None] = [None] * len(parts)
+        reports: dict[str, dict[str, Any]] = {}
+        for out in map_on_actors(ray, rows, _ShardWorker, {"root": root, "make_worker": make_worker},
+                                 actors=n_actors, gpus_each=gpus):
+            if out["error"]:
+                raise TridentError(out["error"])
+            i = int(out["i"])
+            done[i] = pickle.loads(out["results"])
+            reports[out["actor"]] = pickle.loads(out["runtime"])  # the latest: counts only grow
+            if on_shard:
+                on_shard(done[i])
+            for _ in parts[i]:
+                if on_step:
+                    on_step()
+        lost = [i for i, d in enumerate(done) if d is None]
+        if lost:
+            raise TridentError(f"a Ray worker died while answering questions ({len(lost)} of {len(parts)} "
+                               "shards never came back); the rows already written are kept")
+        return [x for rows_i in done for x in rows_i or []], list(reports.values())
     finally:
         if started:
             ray.shutdown()
