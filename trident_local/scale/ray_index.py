@@ -27,7 +27,7 @@ from trident_local.docs.model import Document
 from trident_local.docs.workers import parse_pdf
 from trident_local.errors import IngestError, TridentError
 from trident_local.index import AddReport, FileResult, Index, expand_paths
-from trident_local.scale.ray_runtime import actor_count, actor_gpus, ray_map
+from trident_local.scale.ray_runtime import actor_count, actor_gpus, map_on_actors, ray_map
 from trident_local.store.stages import StageRunner
 
 log = logging.getLogger(__name__)
@@ -138,27 +138,19 @@ def _run(ray: Any, index: Index, paths: Iterable[str | Path], *, workers: int,
     with index.store.writer_lock():
         rows = _plan(index, files, stage_names, finish)
         if rows:
-            ctx = ray.data.DataContext.get_current()
-            ctx.max_errored_blocks = len(rows)  # a task that crashes (a MuPDF segfault) fails only its file
-            ctx.enable_progress_bars = False
             prepare_kwargs = _prepare_kwargs(index, root)
             gpus_each = _prepare_gpus(ray, prepare_kwargs)
             actors = actor_count(ray, workers, gpus_each)
-            ds = ray.data.from_items(rows, override_num_blocks=len(rows))
-            # Without GPUs Ray fuses parsing into the actors (each parses, then embeds, on one CPU);
-            # with GPUs parsing stays on CPU tasks and the actors (one per GPU, or per GPU share of
-            # the annotation's chat model) only run the models.
-            ds = ds.map(_parse, fn_kwargs={"root": root, "ocr_profile": index.config.ocr}, num_cpus=1)
-            if pool_stages or index.doc_stages:
-                ds = ds.map(_Prepare, fn_constructor_kwargs=prepare_kwargs,
-                            compute=ray.data.ActorPoolStrategy(min_size=1, max_size=actors),
-                            num_cpus=1, num_gpus=gpus_each)
-            else:
-                ds = ds.map(lambda r: dict(r, prepared=""))
+            # Parsing runs as CPU tasks (a task that crashes, a MuPDF segfault, fails only its file);
+            # the actors (one per GPU, or per GPU share of the annotation's chat model) run the models.
+            parse = (_parse, {"root": root, "ocr_profile": index.config.ocr})
+            staged = bool(pool_stages or index.doc_stages)
+            out = map_on_actors(ray, rows, _Prepare if staged else None, prepare_kwargs, actors=actors,
+                                gpus_each=gpus_each, before=parse)
             seen: set[str] = set()
-            for row in ds.iter_rows():
+            for row in out:
                 seen.add(row["doc_id"])
-                _record(index, row, finish)
+                _record(index, {"prepared": "", **row}, finish)
             for row in rows:
                 if row["doc_id"] not in seen:
                     finish(FileResult(row["path"], "failed", row["doc_id"],

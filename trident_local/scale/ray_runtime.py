@@ -80,17 +80,21 @@ def actor_count(ray: Any, workers: int, gpus_each: int) -> int:
 def map_on_actors(
     ray: Any,
     rows: list[dict[str, Any]],
-    actor_cls: type,
+    actor_cls: type | None,
     ctor_kwargs: dict[str, Any],
     *,
     actors: int,
     gpus_each: int = 0,
+    before: tuple[Callable[..., dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """``actor_cls(**ctor_kwargs)(row)`` for every row on a Ray Data pool of ``actors`` actors (each
     loads its models once), one row per block; output rows as they finish, in no set order.
 
-    A row whose worker crashes (a segfault, an out-of-memory kill) is retried by Ray and then
-    dropped (``DataContext.max_errored_blocks``): the caller reports the rows that never came back.
+    ``before``: ``(fn, kwargs)``, a CPU task run on each row first (indexing parses PDFs there, so
+    the actors, one per GPU when there are GPUs, only run the models); with ``actor_cls`` None only
+    that task runs. A row whose worker crashes (a segfault, an out-of-memory kill) is retried by
+    Ray and then dropped (``DataContext.max_errored_blocks``): the caller reports the rows that
+    never came back.
     """
     if not rows:
         return
@@ -98,13 +102,17 @@ def map_on_actors(
     ctx.max_errored_blocks = len(rows)
     ctx.enable_progress_bars = False
     ds = ray.data.from_items(rows, override_num_blocks=len(rows))
-    ds = ds.map(
-        actor_cls,
-        fn_constructor_kwargs=ctor_kwargs,
-        compute=ray.data.ActorPoolStrategy(size=max(1, min(actors, len(rows)))),
-        num_cpus=1,
-        num_gpus=gpus_each,
-    )
+    if before is not None:
+        fn, kwargs = before
+        ds = ds.map(fn, fn_kwargs=kwargs, num_cpus=1)
+    if actor_cls is not None:
+        ds = ds.map(
+            actor_cls,
+            fn_constructor_kwargs=ctor_kwargs,
+            compute=ray.data.ActorPoolStrategy(size=max(1, min(actors, len(rows)))),
+            num_cpus=1,
+            num_gpus=gpus_each,
+        )
     yield from ds.iter_rows()
 
 
