@@ -4,6 +4,7 @@ or rows that carry the answer (no model call: matching on the cited pages after 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from trident_local.regions.describe import located_answer
@@ -17,8 +18,14 @@ if TYPE_CHECKING:
 
 
 def layout_of(index: Index | IndexStore, doc_id: str, page: int) -> PageLayout:
-    """The page's layout from its source PDF; the blocks stored at ingest where the source is gone."""
-    store = getattr(index, "store", index)
+    """The page's layout from the line boxes the index stored (its source PDF's words for an index built
+    before they were); built once per page: an answer, its self-check and the verifier's window pages
+    all read the same pages (a doc_id is its PDF's content hash, so a page's layout never changes)."""
+    return _layout(getattr(index, "store", index), doc_id, page)
+
+
+@lru_cache(maxsize=256)
+def _layout(store: IndexStore, doc_id: str, page: int) -> PageLayout:
     entry = store.manifest.documents[doc_id]
     stored = store.document(doc_id).page(page)
     return page_layout(entry.path, page, stored.blocks or stored.ocr_blocks, (stored.width, stored.height))

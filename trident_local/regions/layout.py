@@ -17,7 +17,8 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 BBox = tuple[float, float, float, float]
-_YEAR = re.compile(r"^(?:FY ?)?(?:19|20)\d\d$")
+# a year as it heads a column ("2023", "FY2023") or as a number normalised from one
+YEAR = re.compile(r"^(?:FY ?)?(?:19|20)\d\d$")
 
 # Two cells on one baseline join a row unless both are long text (two columns of prose side by
 # side are not a table row): a cell wider than this share of the page counts as prose.
@@ -60,7 +61,7 @@ class Cell:
     @cached_property
     def value(self) -> bool:
         """A number in a table body: numeric and not a year heading a column."""
-        return self.numeric and not _YEAR.match(self.text.strip())
+        return self.numeric and not YEAR.match(self.text.strip())
 
 
 @dataclass

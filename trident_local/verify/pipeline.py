@@ -64,7 +64,7 @@ class Verifier:
         self.window = window
         self.decomposer = decomposer
         self.store = store
-        # Region checks read the source PDFs' layout, so they need the index (``store``).
+        # Region checks read the pages' layout (line boxes) from the index, so they need its ``store``.
         self.regions = regions and store is not None
         self.pages_judged = 0  # (claim, page) items sent to the judges: cited pages + window pages
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from trident_local.regions.layout import PageLayout, Region
+from trident_local.regions.layout import YEAR, PageLayout, Region
 from trident_local.regions.locate import IDENTIFIER, locate_value, row_scores
 from trident_local.regions.locate import numbers as cell_numbers
 from trident_local.verify.support_features import numbers
@@ -32,7 +32,6 @@ from trident_local.verify.undecidable import computed_pair
 # lines beside it count at half weight): chosen on the calibration split of the citation benchmark.
 MIN_ROW_MATCH = 0.35
 OPERAND_ROWS = 6  # a computed value's operands are read from this many best-matching rows
-_YEAR = re.compile(r"^(?:19|20)\d\d$")
 # "<question>? — <answer>" (the claim `ask`'s self-check and the citation benchmark build): the values
 # are the answer's; the question's numbers ("in 2019", "the 50-shot setting") are its context
 _ANSWER_PART = re.compile(r"\?\s*[—–-]+\s+")
@@ -65,7 +64,7 @@ def claim_values(claim: str) -> list[str]:
     parts = _ANSWER_PART.split(claim)
     said = parts[-1] if len(parts) > 1 else claim
     found = list(dict.fromkeys(numbers(IDENTIFIER.sub(" ", _NAMED.sub(" ", said)))))
-    values = [n for n in found if not _YEAR.match(n)]
+    values = [n for n in found if not YEAR.match(n)]
     return values or found
 
 
@@ -104,7 +103,7 @@ def _computed(lay: PageLayout, value: str, claim: str) -> tuple[str, list[Region
     for i in best:
         for c in lay.rows[i].cells:
             for n in cell_numbers(_NAMED.sub(" ", c.text)):
-                if _YEAR.match(n):  # a year heads a column; it is not an operand
+                if YEAR.match(n):  # a year heads a column; it is not an operand
                     continue
                 try:
                     operands.setdefault(float(n), n)
