@@ -1,14 +1,17 @@
-"""The chat batcher: concurrent callers share one engine, from one thread, in merged batches."""
+"""Sharing one chat engine between threads: the batcher (one thread, merged batches) for a backend
+that cannot batch across callers, and the routing that gives a service vLLM's async engine instead."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import pytest
 from chat_doubles import NotReentrantChat
 
 from trident_local.models.batcher import BatchingChat, BatchPolicy
+from trident_local.models.profiles import backend_options, load_profile
 from trident_local.models.protocols import ChatRequest, ChatResult, Message
 from trident_local.models.runtime import ModelCache, Models
 
@@ -87,7 +90,7 @@ def test_a_model_cache_shares_one_batched_engine_between_runtimes(monkeypatch: p
 
     monkeypatch.setattr("trident_local.models.runtime.build_model", fake_build)
     sizes: list[tuple[str, int]] = []
-    cache = ModelCache(batching={"chat": BatchPolicy()}, on_batch=lambda role, n: sizes.append((role, n)))
+    cache = ModelCache(concurrent={"chat": BatchPolicy()}, on_batch=lambda role, n: sizes.append((role, n)))
     a = Models(profiles={"chat": "p"}, cache=cache)
     b = Models(profiles={"chat": "p"}, cache=cache)
     assert a.chat is b.chat and isinstance(a.chat, BatchingChat) and built == ["p"]
@@ -95,3 +98,40 @@ def test_a_model_cache_shares_one_batched_engine_between_runtimes(monkeypatch: p
     a.chat.chat([req("x")])
     assert sizes == [("chat", 1)] and a.builds == b.builds == [("chat", "p")]
     cache.close()
+
+
+class SelfBatching(SlowEngine):
+    """A backend that takes many threads at once and batches them itself (as vLLM's async engine)."""
+
+    concurrent = True
+    on_request = None
+
+
+def test_a_service_cache_runs_a_vllm_profile_on_the_async_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    backends: list[object] = []
+
+    def fake_build(role: str, profile: str, **options: object) -> SlowEngine:
+        backends.append(options.get("backend"))
+        return SelfBatching(delay=0.0) if options.get("backend") == "vllm-async" else SlowEngine(delay=0.0)
+
+    monkeypatch.setattr("trident_local.models.runtime.build_model", fake_build)
+    sizes: list[tuple[str, int]] = []
+    service = ModelCache(concurrent={"chat": BatchPolicy()}, on_batch=lambda role, n: sizes.append((role, n)))
+    chat = Models(profiles={"chat": "smollm2-135m-instruct-vllm"}, cache=service).chat
+    assert backends == ["vllm-async"]
+    assert not isinstance(chat, BatchingChat)  # nothing of ours between the callers and the engine
+    assert chat.inner.on_request is not None  # its in-engine counts reach the service's metrics
+    chat.inner.on_request(3)
+    assert sizes == [("chat", 3)]
+    # the same profile outside a service (a CLI run): the offline engine, no batcher
+    plain = Models(profiles={"chat": "smollm2-135m-instruct-vllm"}, cache=ModelCache()).chat
+    assert backends[-1] is None and not isinstance(plain, BatchingChat)
+    # a backend without a concurrent form (in-process transformers) in a service: the batcher
+    hf = replace(load_profile("smollm2-135m-instruct-vllm"), name="smollm2-hf", backend="transformers")
+    batched = Models(profiles={"chat": hf}, cache=service).chat
+    assert backends[-1] is None and isinstance(batched, BatchingChat)
+
+
+def test_the_async_backend_reads_the_vllm_options_table() -> None:
+    p = replace(load_profile("smollm2-135m-instruct-vllm"), options={"vllm": {"max_num_seqs": 4}, "seed": 1})
+    assert backend_options(replace(p, backend="vllm-async")) == backend_options(p) == {"max_num_seqs": 4, "seed": 1}

@@ -240,17 +240,19 @@ NO_TORCHVISION = pytest.mark.xfail(
 
 
 @pytest.mark.engine
-@pytest.mark.parametrize("kind", ["llama", pytest.param("qwen25vl", marks=NO_TORCHVISION)])
-def test_real_vllm_engine_on_tiny_models(kind: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("kind", "backend"), [
+    ("llama", "vllm"), ("llama", "vllm-async"), pytest.param("qwen25vl", "vllm", marks=NO_TORCHVISION)])
+def test_real_vllm_engine_on_tiny_models(kind: str, backend: str, tmp_path: Path) -> None:
+    """The offline engine and the async one (what a service runs) on the same requests."""
     import importlib.util
 
     if importlib.util.find_spec("vllm") is None:
-        in_engine_venv(f"test_real_vllm_engine_on_tiny_models[{kind}]")
+        in_engine_venv(f"test_real_vllm_engine_on_tiny_models[{kind}-{backend}]")
         return
     chat = build_model(
         "chat",
         tiny_chat_profile(
-            tmp_path, kind, backend="vllm", max_model_len=2048, gpu_memory_utilization=0.3, enforce_eager=True
+            tmp_path, kind, backend=backend, max_model_len=2048, gpu_memory_utilization=0.3, enforce_eager=True
         ),
     )
     img = [ImagePart(Image.new("RGB", (180, 240), "white"))] if chat.supports_images else []
@@ -269,3 +271,12 @@ def test_real_vllm_engine_on_tiny_models(kind: str, tmp_path: Path) -> None:
     assert budget.prompt_tokens(reqs[3]) > 2048  # the over-long prompt a budget check would have refused
     if out[2].finish_reason == "stop":
         assert isinstance(json.loads(out[2].text), dict)  # constrained output parses
+    if backend == "vllm-async":  # many threads at once, nothing of ours in between: the engine batches them
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(6) as pool:
+            got = list(pool.map(lambda i: chat.chat([ChatRequest([Message("user", f"count {i}")],
+                                                                 SamplingParams(max_tokens=24))]), range(6)))
+        assert all(r.error is None and r.completion_tokens > 0 for (r,) in got)
+        assert chat.max_inflight > 1
+        chat.close()

@@ -1,17 +1,18 @@
-"""One engine, many callers: concurrent ``chat()`` calls merged into one batch, run from one thread.
+"""One model, many callers: concurrent ``chat()`` calls merged into one batch, run from one thread.
 
-A served index answers several questions at once, and each ask, verification or
-annotation job calls the chat model from its own worker thread. vLLM's offline
-``LLM`` is not thread-safe, and calling it once per request wastes what it is
-good at: continuous batching of many sequences in one step. :class:`BatchingChat`
-sits in front of the shared model: callers enqueue their requests and block; a
-single dispatcher thread drains everything queued (up to ``max_batch`` requests,
-optionally waiting ``max_wait_ms`` for more), sends it to the engine as ONE
-``chat()`` call and hands each caller its own results.
+For a chat backend that cannot batch across callers itself: the in-process transformers
+model, which is not thread-safe and generates a batch much faster than its requests one by
+one. (A service runs a vllm profile on vLLM's async engine instead, which batches
+continuously, and an OpenAI-compatible server batches what it is sent: see
+``runtime.ModelCache`` and ``benchmarks/chat_batching.py``.) :class:`BatchingChat` sits in
+front of the shared model: callers enqueue their requests and block; a single dispatcher
+thread drains everything queued (up to ``max_batch`` requests, optionally waiting
+``max_wait_ms`` for more), sends it to the model as ONE ``chat()`` call and hands each
+caller its own results.
 
 At low load nothing waits (the queue holds one caller, which runs at once); under
-load, the requests that arrive while the engine is busy form the next batch, so
-the batch size adapts to the arrival rate. An engine error fails the callers of
+load, the requests that arrive while the model is busy form the next batch, so
+the batch size adapts to the arrival rate. An error fails the callers of
 that batch only (the backends already isolate a bad request inside a batch).
 """
 

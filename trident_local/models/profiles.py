@@ -44,6 +44,7 @@ PACKAGE_PREFIX = "package:"
 # What a complete local model folder must contain, per backend (any one pattern of each tuple).
 _REQUIRED_FILES: dict[str, list[tuple[str, ...]]] = {
     "vllm": [("config.json",), ("*.safetensors", "*.gguf", "*.bin")],
+    "vllm-async": [("config.json",), ("*.safetensors", "*.gguf", "*.bin")],
     "transformers": [("config.json",), ("*.safetensors", "*.gguf", "*.bin")],
     "sentence-transformers": [("config.json",), ("*.safetensors", "*.bin")],
     "bge-m3": [("config.json",), ("*.safetensors", "*.bin"), ("tokenizer.json", "sentencepiece.bpe.model")],
@@ -296,6 +297,20 @@ def build_model(role: str, profile: str | ModelProfile | None, **overrides: Any)
     return factory(**kwargs)
 
 
+# A backend and the one that runs the same weights for many threads at once, batching across them
+# (what a service builds, see ``runtime.ModelCache``); the latter reads the former's [options.<backend>].
+CONCURRENT_BACKENDS = {"vllm": "vllm-async"}
+
+
+def concurrent_backend(profile: str | ModelProfile) -> str | None:
+    """The backend to build ``profile`` with when many threads share it, or None for its own."""
+    try:
+        p = profile if isinstance(profile, ModelProfile) else load_profile(profile)
+    except TridentError:  # an unknown profile: building it says so
+        return None
+    return CONCURRENT_BACKENDS.get(p.backend)
+
+
 def backend_options(p: ModelProfile) -> dict[str, Any]:
     """Options for the profile's backend: the common ones plus the ``[options.<backend>]`` table.
 
@@ -304,7 +319,8 @@ def backend_options(p: ModelProfile) -> dict[str, Any]:
     """
     backends = {n for _, n in registry.available()}
     opts = {k: v for k, v in p.options.items() if not (k in backends and isinstance(v, dict))}
-    specific = p.options.get(p.backend)
+    family = {v: k for k, v in CONCURRENT_BACKENDS.items()}.get(p.backend, p.backend)
+    specific = p.options.get(p.backend, p.options.get(family))
     if isinstance(specific, dict):
         opts.update(specific)
     return opts

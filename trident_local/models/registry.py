@@ -23,6 +23,7 @@ def _backends(role: str, targets: dict[str, str]) -> LazyRegistry:
 _LAZY: dict[str, LazyRegistry] = {
     "chat": _backends("chat", {
         "vllm": "trident_local.models.backends.vllm_chat:VLLMChat",
+        "vllm-async": "trident_local.models.backends.vllm_async:VLLMAsyncChat",
         "openai": "trident_local.models.backends.openai_chat:OpenAIChat",
         "transformers": "trident_local.models.backends.hf_chat:TransformersChat",
     }),

@@ -4,7 +4,7 @@
     models.chat                          # the chat profile's model, or None for "none"
     models.use_profile("chat", "none")   # this run without a chat model (no-model strategies)
     Models(config, overrides={"chat": fake})   # tests: inject a model for a role
-    Models(config, cache=shared)         # a cache of their own (a service's indexes, with batching)
+    Models(config, cache=shared)         # a cache of their own (a service's indexes, shared engines)
 
 Stages receive models (or this runtime) and never build them: :meth:`Models.get`
 is the one place that calls :func:`~trident_local.models.profiles.build_model`.
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from trident_local.models.batcher import BatchingChat, BatchPolicy
 from trident_local.models.metered import ChatUsage, MeteredChat
-from trident_local.models.profiles import NO_MODEL, ModelProfile, build_model
+from trident_local.models.profiles import NO_MODEL, ModelProfile, build_model, concurrent_backend
 
 if TYPE_CHECKING:
     from trident_local.config import Config
@@ -54,15 +54,19 @@ def is_no_model(profile: str | ModelProfile | None) -> bool:
 class ModelCache:
     """The built models of a process, shareable by several runtimes: one instance per (role, profile).
 
-    ``batching``: role -> :class:`BatchPolicy`; a model of that role is wrapped in a
-    :class:`BatchingChat` when built, so concurrent callers (a service's request
-    threads, its annotation jobs) share one engine through one dispatcher thread.
+    ``concurrent``: role -> :class:`BatchPolicy` for roles that many threads call at once (a
+    service's request threads and jobs). A backend with a concurrent form is built in it
+    (``vllm`` as ``vllm-async``: the engine batches continuously across callers); a backend
+    that batches across callers itself (``concurrent = True``: the async engine, an
+    OpenAI-compatible server) is called directly; any other is wrapped in a
+    :class:`BatchingChat` with the role's policy. ``on_batch(role, n)``: the batch size of each
+    BatchingChat engine call, or the requests in the async engine as each one is added.
     """
 
-    def __init__(self, batching: Mapping[str, BatchPolicy] | None = None,
+    def __init__(self, concurrent: Mapping[str, BatchPolicy] | None = None,
                  on_batch: Callable[[str, int], None] | None = None):
-        self.batching = dict(batching or {})
-        self.on_batch = on_batch  # (role, batch size) after each engine call, e.g. for metrics
+        self.concurrent = dict(concurrent or {})
+        self.on_batch = on_batch
         self.built: dict[tuple[str, str], Any] = {}
         self.builds: list[tuple[str, str]] = []  # (role, profile) in build order
         self.lock = threading.Lock()
@@ -71,23 +75,29 @@ class ModelCache:
         key = (role, _key(profile))
         with self.lock:  # held while building: a second caller waits for the first instance
             if key not in self.built:
+                shared = role in self.concurrent
+                if shared and "backend" not in options and (backend := concurrent_backend(profile)):
+                    options = {**options, "backend": backend}
                 model = build_model(role, profile, **options)
+                hook = (lambda n, r=role: self.on_batch(r, n)) if self.on_batch else None
+                batches_itself = getattr(model, "concurrent", False)
+                if shared and batches_itself and hasattr(model, "on_request"):
+                    model.on_request = hook
                 if role == "chat" and model is not None:
                     model = MeteredChat(model)
                 with _PROCESS_LOCK:
                     _PROCESS_BUILDS.append((*key, model.usage if isinstance(model, MeteredChat) else None,
                                             getattr(model, "runtime", None)))
-                if role in self.batching and hasattr(model, "chat"):
-                    hook = (lambda n, r=role: self.on_batch(r, n)) if self.on_batch else None
-                    model = BatchingChat(model, self.batching[role], on_batch=hook)
+                if shared and not batches_itself and hasattr(model, "chat"):
+                    model = BatchingChat(model, self.concurrent[role], on_batch=hook)
                 self.built[key] = model
                 self.builds.append(key)
             return self.built[key]
 
     def close(self) -> None:
-        """Stop the batchers' dispatcher threads (the engines themselves are freed with the process)."""
+        """Stop the batchers' dispatcher threads and the async engines (the rest go with the process)."""
         for model in list(self.built.values()):
-            if isinstance(model, BatchingChat):
+            if hasattr(model, "close"):
                 model.close()
 
 

@@ -129,9 +129,10 @@ def create_app(settings: Settings) -> FastAPI:
     if not settings.loopback and not keys.enabled:
         raise TridentError(f"binding {settings.host} (not loopback) needs an API key: set TRIDENT_API_KEY")
     metrics = Metrics.create()
-    # One engine per chat profile in this process, shared by every index, request thread and job;
-    # concurrent callers' requests reach it as one batch (see models/batcher.py).
-    cache = ModelCache(batching={"chat": BatchPolicy(settings.batch_max, settings.batch_wait_ms)},
+    # One engine per chat profile in this process, shared by every index, request thread and job:
+    # a vllm profile runs on vLLM's async engine, which batches concurrent callers continuously; a
+    # backend without batching of its own gets the batcher (see models/runtime.py ModelCache).
+    cache = ModelCache(concurrent={"chat": BatchPolicy(settings.batch_max, settings.batch_wait_ms)},
                        on_batch=lambda role, n: metrics.batch_size.labels(role).observe(n))
     engine = Engine(settings.indexes, settings.data_dir, settings.chat, cache)
     for h in engine.handles.values():

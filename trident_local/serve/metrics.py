@@ -38,6 +38,7 @@ class Metrics:
             Counter("trident_model_calls", "Model calls made by verification", registry=r),
             Counter("trident_queue_rejections", "Requests refused with 429: model queue full", registry=r),
             Gauge("trident_model_queue", "Asks/verifies admitted (running or waiting)", registry=r),
-            Histogram("trident_model_batch_size", "Chat requests per engine call (concurrent callers merged)",
+            Histogram("trident_model_batch_size", "Chat requests the engine works on together: in the async "
+                      "engine as each is added, or per call of a batched engine",
                       ["role"], registry=r, buckets=(1, 2, 4, 8, 16, 32, 64, 128)),
         )

@@ -40,7 +40,7 @@ class Settings:
     model_slots: int = 4  # asks / verifies running at once
     model_queue: int = 64  # more waiting than this: 429 with Retry-After
     retry_after_s: int = 2
-    batch_max: int = 64  # chat requests per engine call: concurrent asks/verifies/jobs share one engine
+    batch_max: int = 64  # requests per call of a chat backend without batching of its own (not vllm: async engine)
     batch_wait_ms: float = 0.0  # extra wait for more requests before an engine call (0: batch what is queued)
     index_pause_s: float = 0.0  # pause between files of an indexing job, to leave CPU to asks
     cors_origins: list[str] = field(default_factory=list)  # empty = CORS off

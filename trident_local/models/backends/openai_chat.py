@@ -50,6 +50,8 @@ class OpenAIChat:
     OpenAI API has no way to ask, and a text-only model answers every image request with 400.
     """
 
+    concurrent = True  # thread-safe, and the server batches concurrent requests: a service calls it directly
+
     def __init__(
         self,
         model: str = "",

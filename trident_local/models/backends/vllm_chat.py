@@ -153,6 +153,10 @@ def model_takes_images(model: str) -> bool:
     return "vision_config" in json.loads(cfg.read_text(encoding="utf-8"))
 
 
+# (request index, OpenAI-format conversation, vllm.SamplingParams)
+Prepared = tuple[int, list[dict[str, Any]], Any]
+
+
 class VLLMChat:
     """`ChatModel` on ``vllm.LLM``. All requests of a ``chat()`` call go to the engine as one batch."""
 
@@ -206,9 +210,13 @@ class VLLMChat:
         if has_structured_outputs_config():
             self.engine_kwargs.setdefault("structured_outputs_config", dict(WHITESPACE_FREE_JSON))
         try:
-            self.llm = self._vllm.LLM(**self.engine_kwargs)
+            self.llm = self._start_engine()
         except Exception as e:
             raise EngineStartError(engine_start_message(self.engine_kwargs, e)) from e
+
+    def _start_engine(self) -> Any:
+        """The offline engine (``vllm.LLM``); subclasses start another kind from the same kwargs."""
+        return self._vllm.LLM(**self.engine_kwargs)
 
     def context_budget(self) -> ContextBudget:
         """The engine's max_model_len, counted with the engine's own tokenizer and chat template."""
@@ -226,35 +234,36 @@ class VLLMChat:
             kw.update(structured_output_kwargs(req.json_schema))
         return self._vllm.SamplingParams(**kw)
 
-    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+    def prepare(self, requests: Sequence[ChatRequest]) -> tuple[list[ChatResult | None], list[Prepared]]:
+        """Each request as (index, OpenAI-format conversation, vllm.SamplingParams); a request that
+        cannot be sent (images to a text model, a bad schema) gets its error result instead."""
         results: list[ChatResult | None] = [None] * len(requests)
-        ready: list[tuple[int, list[dict[str, Any]], Any]] = []
+        ready: list[Prepared] = []
         for i, req in enumerate(requests):
             try:
                 if request_has_images(req) and not self.supports_images:
                     raise ValueError("this model takes text only, but the request has images")
-                ready.append(
-                    (
-                        i,
-                        to_openai_messages(req.messages, image_mode=self.image_mode),
-                        self.sampling_params(req),
-                    )
-                )
+                ready.append((i, to_openai_messages(req.messages, image_mode=self.image_mode),
+                              self.sampling_params(req)))
             except Exception as e:
                 results[i] = error_result(None, e)
+        return results, ready
+
+    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        results, ready = self.prepare(requests)
         for (i, _, _), res in zip(ready, run_isolating(ready, self._run, error_result), strict=True):
             results[i] = res
         return [r if r is not None else ChatResult(text="", error="not run") for r in results]
 
-    def _run(self, items: Sequence[tuple[int, list[dict[str, Any]], Any]]) -> list[ChatResult]:
+    def _run(self, items: Sequence[Prepared]) -> list[ChatResult]:
         kwargs: dict[str, Any] = {"sampling_params": [s for _, _, s in items], "use_tqdm": self.use_tqdm}
         if self.chat_template is not None:
             kwargs["chat_template"] = self.chat_template
         outputs = self.llm.chat([conv for _, conv, _ in items], **kwargs)
-        return [_to_result(o) for o in outputs]
+        return [to_result(o) for o in outputs]
 
 
-def _to_result(out: Any) -> ChatResult:
+def to_result(out: Any) -> ChatResult:
     comp = out.outputs[0]
     return ChatResult(
         text=comp.text,
