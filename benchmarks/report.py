@@ -25,14 +25,15 @@ RESULTS = BENCH / "results"
 
 # Kernels, then indexing, retrieval quality, verification and tracing, serving and engines.
 ORDER = [
-    "maxsim", "ann", "indexing", "embedding", "page_embedding", "retrieval", "peer_langchain", "dense_windows",
-    "retrieval_gate", "trident_rerank", "grounding", "regions_cost",
+    "maxsim", "ann", "indexing", "embedding", "embedder_startup", "page_embedding", "retrieval", "peer_langchain",
+    "dense_windows", "retrieval_gate", "trident_rerank", "grounding", "regions_cost",
     "calibrate_rerank_gate", "make_doc_split", "calibrate_abstention", "citations", "littrace",
     "service_load", "chat_batching", "engine_throughput", "gpu_caption_throughput",
 ]
 # Scripts that record more than one result: name -> a string the recording command contains.
 RESULT_NAMES: dict[str, dict[str, str]] = {
     "maxsim": {"maxsim": "", "maxsim_cuda": "--device cuda"},
+    "chat_batching": {"chat_batching": "", "chat_batching_transformers": "--backend transformers"},
     "peer_langchain": {"peer_langchain_financebench-dev": "financebench-dev",
                        "peer_langchain_mmlongbench-doc": "mmlongbench-doc"},
 }
