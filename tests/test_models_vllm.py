@@ -280,3 +280,5 @@ def test_real_vllm_engine_on_tiny_models(kind: str, backend: str, tmp_path: Path
         assert all(r.error is None and r.completion_tokens > 0 for (r,) in got)
         assert chat.max_inflight > 1
         chat.close()
+        with pytest.raises(RuntimeError, match="shut down"):  # not a caller waiting forever on a stopped loop
+            chat.chat(reqs[1:2])

@@ -60,6 +60,8 @@ class VLLMAsyncChat(VLLMChat):
             raise
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        if self.llm is None or not self._loop.is_running():  # a call after close() would wait forever
+            raise RuntimeError(f"{self.name}: the async engine is shut down")
         results, ready = self.prepare(requests)
         if ready:
             done = asyncio.run_coroutine_threadsafe(self._generate_all(ready), self._loop).result()
