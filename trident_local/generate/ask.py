@@ -97,7 +97,8 @@ def ask(
     else:
         ans = Answer(query.text, "Not answerable", "no pages retrieved")
     t["answer"] = time.perf_counter() - t2
-    if ans.citations:  # where on each cited page the answer sits: matching, no model call
+    if ans.citations and not any(c.regions for c in ans.citations):  # where on each cited page the answer
+        # sits: matching, no model call (a strategy that read its values from known cells cites those)
         from trident_local.generate.records import is_not_answerable
         from trident_local.regions import citation_regions, located_text
 

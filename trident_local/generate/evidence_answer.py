@@ -39,6 +39,7 @@ import numpy as np
 from trident_local.docs.model import Page
 from trident_local.generate.answer_confidence import AnswerConfidence
 from trident_local.generate.compute import Computation, compute
+from trident_local.generate.formula import FormulaAnswer, definitions, evaluate, index_lookup
 from trident_local.generate.records import ABSTAINED, Answer, Citation, EvidencePassage
 from trident_local.generate.spans import (
     assigned_value,
@@ -332,6 +333,51 @@ class EvidenceFirstAnswer:
                records: Sequence[CandidateRecord] = ()) -> Answer:
         from trident_local.generate.answer import citations
 
+        metric = defined_metric(index, query.text, hits)
+        if metric is not None:
+            return answer_from_formula(index.store, query.text, metric, threshold=query.min_confidence)
         embedder = index.models.embedder
         return answer_from_hits(index.store, query.text, hits, citations(index.store, hits, records),
                                 embedder, threshold=query.min_confidence, qvec=query.vector(embedder))
+
+
+def defined_metric(index: Index, question: str, hits: Sequence[Hit]) -> FormulaAnswer | None:
+    """The metric the question defines, computed from the top hit's document (:mod:`.formula`)."""
+    if not hits or not definitions(question):
+        return None
+    doc_id = hits[0].doc_id
+    return evaluate(question, index_lookup(index, doc_id, [h.page for h in hits if h.doc_id == doc_id]))
+
+
+def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,
+                        threshold: float | None = None) -> Answer:
+    """A defined metric as an :class:`Answer`: it cites the pages of its operands, each with the operand's
+    cell and row label as regions; its confidence is the model's for a computed table answer whose row
+    labels match as well as its operands' did."""
+    t0 = time.perf_counter()
+    features = {"lex": round(sum(o.match for o in fa.operands) / len(fa.operands), 4), "cos": 0.0,
+                "typed": 1.0, "table": 1.0, "adjacent": 0.0, "coverage": 1.0}
+    confidence = round(CONFIDENCE.probability(features), 4)
+    cut = CONFIDENCE.threshold if threshold is None else threshold
+    cites: dict[tuple[str, int], Citation] = {}
+    for o in fa.operands:
+        doc = store.document(o.doc_id)
+        c = cites.setdefault((o.doc_id, o.page), Citation(o.doc_id, doc.file_name, o.page,
+                                                          text=" ".join(doc.page(o.page).text.split())[:300]))
+        c.regions += [r for r in o.regions() if r not in c.regions]
+    first = fa.operands[0]
+    return Answer(
+        question,
+        fa.text if confidence >= cut else ABSTAIN,
+        STRATEGY,
+        list(cites.values()),
+        gate=f"no chat model: computed from the question's definition (confidence {confidence:.2f}, "
+             f"threshold {cut:.2f})",
+        support="; ".join(f"{o.label} ({o.year}): {o.printed} (p. {o.page})" for o in fa.operands),
+        support_page=first.page,
+        seconds=time.perf_counter() - t0,
+        confidence=confidence,
+        computation=fa.shown,
+        candidate=fa.text,
+        features=features,
+    )

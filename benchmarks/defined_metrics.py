@@ -1,0 +1,111 @@
+"""Metrics the question defines, answered without a model: how many are answered, and how many right.
+
+    .venv/bin/python benchmarks/defined_metrics.py --fb-index /work/idx/fb --mmlb-index /work/idx/mmlb
+
+Runs the no-model ``ask`` (default pool, rerank and answer strategy, ``--min-confidence 0``) on every
+question of the FinanceBench development split and of MMLongBench-Doc that states a definition
+("Inventory turnover ratio is defined as: ..."), the questions ``trident_local/generate/formula.py``
+answers by computing the definition from the document's line items. Right: the value within the
+precision the question asks for (half a unit of its last decimal) or 1% of the gold value, whichever
+is larger; the gold answers' "$", "%" and thousands separators are ignored. Also reported: the
+answer's region hit on the grounding labels of those questions (`trident eval grounding`: a returned
+region holds a gold box's centre or lies in a gold line-item row). The FinanceBench questions were
+read while the module was built: these are development figures, not held-out ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _results import write_result  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+
+
+def gold_number(answer: str) -> float | None:
+    m = re.fullmatch(r"\s*\$?\s*(-?[\d,]*\.?\d+)\s*%?\s*", answer)
+    return float(m.group(1).replace(",", "")) if m else None
+
+
+def right(gold: str, text: str) -> bool:
+    g, p = gold_number(gold), gold_number(text)
+    if g is None or p is None:
+        return False
+    places = len(gold.split(".")[1].rstrip("% ")) if "." in gold else 0
+    return abs(g - p) <= max(0.5 * 10 ** -places, 0.01 * abs(g)) + 1e-9
+
+
+def score(index_dir: str, dataset: Path) -> dict:
+    from trident_local.evaluate.grounding import gold_boxes, score_regions
+    from trident_local.evaluate.mmlongbench import load_samples, resolve_records
+    from trident_local.generate.ask import ask
+    from trident_local.generate.formula import definitions
+    from trident_local.index import Index
+    from trident_local.query import Query
+
+    index = Index.open(index_dir)
+    index.models.use_profile("chat", "none")
+    rows = []
+    for rec in resolve_records(load_samples(dataset), index.store).records:
+        if not definitions(rec.question):
+            continue
+        res = ask(index, Query(rec.question, min_confidence=0.0), doc=[rec.doc_id])
+        a = res.answer
+        computed = bool(a.computation) and "definition" in a.gate
+        row = {"qid": rec.qid, "gold": rec.answer, "answer": a.candidate or a.text, "computed": computed,
+               "right": computed and right(rec.answer, a.candidate or a.text)}
+        gold = gold_boxes(index, rec) if rec.evidence_pages else []
+        if gold:
+            def area(page: int, _doc=rec.doc_id) -> float:
+                p = index.store.document(_doc).page(page)
+                return p.width * p.height
+
+            row["answer_hit"] = score_regions([r for c in a.citations for r in c.regions], gold, area)["hit"]
+        rows.append(row)
+    labelled = [r for r in rows if "answer_hit" in r]
+    return {"questions": len(rows), "computed": sum(r["computed"] for r in rows),
+            "right": sum(r["right"] for r in rows), "labelled": len(labelled),
+            "answer_hit": sum(r["answer_hit"] for r in labelled) / len(labelled) if labelled else None,
+            "rows": rows}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fb-index", default="/work/idx/fb")
+    ap.add_argument("--mmlb-index", default="/work/idx/mmlb")
+    ap.add_argument("--out", default=None, help="also write the JSON here")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    figures = {"FinanceBench dev": score(args.fb_index, DATA / "financebench-dev" / "dataset.json"),
+               "MMLongBench-Doc": score(args.mmlb_index, DATA / "mmlongbench-doc" / "samples.json")}
+    figures["seconds"] = round(time.perf_counter() - t0, 1)
+    columns = ["set", "questions with a definition", "computed", "right", "answer hit (labelled)"]
+    rows = [[name, str(f["questions"]), str(f["computed"]), str(f["right"]),
+             "-" if f["answer_hit"] is None else f"{f['answer_hit']:.3f} ({f['labelled']})"]
+            for name, f in figures.items() if name != "seconds"]
+    title = "Defined metrics, no chat model, default pool, --min-confidence 0"
+    print(title)
+    print(" | ".join(columns))
+    for r in rows:
+        print(" | ".join(r))
+    if args.out:
+        Path(args.out).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    write_result("defined_metrics", figures, lambda: {
+        "title": title, "columns": columns, "rows": rows,
+        "notes": "Development figures: the FinanceBench questions were read while the module was built."},
+        args=args)
+
+
+if __name__ == "__main__":
+    main()

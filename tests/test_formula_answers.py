@@ -1,0 +1,138 @@
+"""Metrics the question defines: parsing the definition, reading line items by label and year column,
+and the no-model ask that answers with the computation and cites the operand cells."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from trident_local.generate.ask import ask
+from trident_local.generate.formula import (
+    Operand,
+    asked,
+    decimals,
+    definitions,
+    evaluate,
+    label_match,
+    question_year,
+    year_cell,
+)
+from trident_local.index import Index
+from trident_local.regions.layout import Cell, PageLayout, Row
+
+CCC = ("What is the FY2019 cash conversion cycle (CCC) for Acme? CCC is defined as: DIO + DSO - DPO. "
+       "DIO is defined as: 365 * (average inventory between FY2018 and FY2019) / (FY2019 COGS). "
+       "DSO is defined as: 365 * (average accounts receivable between FY2018 and FY2019) / (FY2019 Revenue). "
+       "DPO is defined as: 365 * (average accounts payable between FY2018 and FY2019) / (FY2019 COGS). "
+       "Round your answer to one decimal place.")
+TURNOVER = ("What is Acme's FY2019 inventory turnover ratio? Inventory turnover ratio is defined as: "
+            "(FY2019 COGS) / (average inventory between FY2018 and FY2019). Round your answer to two decimal "
+            "places. Please base your judgments on the balance sheet and the income statement.")
+
+
+def test_the_question_states_its_metric_year_and_rounding() -> None:
+    defs = definitions(CCC)
+    assert list(defs) == ["ccc", "dio", "dso", "dpo"] and defs["ccc"] == "DIO + DSO - DPO"
+    assert asked(CCC, defs) == "ccc" and question_year(CCC) == 2019 and decimals(CCC) == 1
+    assert decimals(TURNOVER) == 2 and asked(TURNOVER, definitions(TURNOVER)) == "inventory turnover ratio"
+    # a metric built on the defined one, which the question does not define, is not answered from it
+    margin = ("What is the FY2018 - FY2020 3 year average unadjusted EBITDA % margin for Walmart? Define "
+              "unadjusted EBITDA as unadjusted operating income + depreciation and amortization.")
+    assert asked(margin, definitions(margin)) is None
+    assert definitions("What was revenue in 2019?") == {}
+
+
+def test_nested_definitions_are_evaluated_and_written_out_with_their_operands() -> None:
+    book = {("inventory", 2018): 100.0, ("inventory", 2019): 120.0, ("accounts receivable", 2018): 50.0,
+            ("accounts receivable", 2019): 70.0, ("accounts payable", 2018): 80.0, ("accounts payable", 2019): 90.0,
+            ("COGS", 2019): 730.0, ("Revenue", 2019): 1460.0}
+
+    def lookup(name: str, year: int) -> Operand | None:
+        v = book.get((name, year))
+        return None if v is None else Operand(name, year, v, name, f"{v:,.0f}", 1)
+
+    fa = evaluate(CCC, lookup)
+    dio, dso, dpo = 365 * 110 / 730, 365 * 60 / 1460, 365 * 85 / 730
+    assert fa is not None and fa.value == pytest.approx(dio + dso - dpo) and fa.text == f"{dio + dso - dpo:.1f}"
+    assert fa.shown.startswith(f"{fa.text} = (365 * ((100 + 120) / 2) / 730) + (365 * ((50 + 70) / 2) / 1,460)")
+    assert {o.item for o in fa.operands} == {"inventory", "accounts receivable", "accounts payable", "COGS", "Revenue"}
+    del book[("Revenue", 2019)]
+    assert evaluate(CCC, lookup) is None  # a missing line item: no answer, not a guess
+
+
+def test_row_labels_name_line_items_by_every_word_or_a_common_name() -> None:
+    assert label_match("total current assets", "Total current assets") == 1.0
+    assert label_match("total current assets", "Other current assets") == 0.0
+    assert label_match("inventory", "Inventories, net (Note 6)") >= 0.5
+    assert label_match("COGS", "Cost of products sold") == 1.0
+    assert label_match("COGS", "Total net sales") == 0.0 and label_match("COGS", "Other costs - COGS") < 0.5
+    assert label_match("net income", "Reinvested earnings") == 0.0
+    assert label_match("PP&E", "Property and equipment, net") > label_match("PP&E", "Total property and equipment")
+
+
+def _cell(x0: float, x1: float, y: float, text: str) -> Cell:
+    return Cell((x0, y, x1, y + 10), text)
+
+
+def test_the_year_column_is_read_from_the_heading_row_above() -> None:
+    one_cell = Row([_cell(380, 580, 100, "December 28, 2019 December 29, 2018 December 30, 2017")])
+    body = Row([_cell(14, 90, 120, "Cost of products sold"), _cell(420, 442, 120, "16,830"),
+                _cell(488, 519, 120, "17,347"), _cell(555, 578, 120, "17,043")])
+    lay = PageLayout(1, 612, 792, [one_cell, body])
+    assert year_cell(lay, 1, 2019).text == "16,830" and year_cell(lay, 1, 2017).text == "17,043"
+    assert year_cell(lay, 1, 2016) is None
+    split = Row([_cell(17, 190, 100, "(In millions)"), _cell(467, 485, 100, "2020"), _cell(549, 566, 100, "2019")])
+    body = Row([_cell(28, 90, 120, "Accounts payable"), _cell(489, 524, 120, "1,174"), _cell(569, 590, 120, "1,587")])
+    lay = PageLayout(1, 612, 792, [split, body])
+    assert year_cell(lay, 1, 2019).text == "1,587"
+
+
+def _statements(path: Path) -> Path:
+    """A two-page filing: an income statement and a balance sheet, values in thousands on the second."""
+    doc = pymupdf.open()
+    for title, scale, rows in (
+        ("Consolidated Statements of Income", "(in millions)",
+         [("Net sales", "24,977", "26,268"), ("Cost of products sold", "16,830", "17,347"),
+          ("Gross profit", "8,147", "8,921")]),
+        ("Consolidated Balance Sheets", "(in thousands)",
+         [("Cash and cash equivalents", "2,279,000", "1,130,000"), ("Inventories", "2,721,000", "2,667,000"),
+          ("Total current assets", "7,000,000", "6,000,000")]),
+    ):
+        page = doc.new_page()
+        page.insert_text((200, 60), f"Acme Company {title}", fontsize=11)
+        page.insert_text((200, 76), scale, fontsize=9)
+        page.insert_text((420, 100), "2019", fontsize=9)
+        page.insert_text((500, 100), "2018", fontsize=9)
+        for i, (label, a, b) in enumerate(rows):
+            y = 120 + 16 * i
+            page.insert_text((40, y), label, fontsize=9)
+            page.insert_text((410, y), a, fontsize=9)
+            page.insert_text((490, y), b, fontsize=9)
+    doc.save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def filing(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    root = tmp_path_factory.mktemp("formula")
+    idx = Index.create(root / "index")
+    idx.add([_statements(root / "acme_2019_10k.pdf")], workers=1)
+    idx.models.use_profile("chat", "none")
+    return idx
+
+
+def test_ask_computes_the_defined_metric_and_cites_its_operand_cells(filing: Index) -> None:
+    res = ask(filing, TURNOVER)
+    a = res.answer
+    assert a.text == f"{16830 / ((2721 + 2667) / 2):.2f}" == "6.25"  # thousands on the balance sheet: scaled
+    assert a.computation == "6.25 = 16,830 / ((2,667,000 + 2,721,000) / 2)"
+    assert "computed from the question's definition" in a.gate
+    assert [c.page for c in a.citations] == [1, 2]
+    cells = {(r["page"], r["text"]) for c in a.citations for r in c.regions if r["kind"] == "cell"}
+    assert cells == {(1, "16,830"), (2, "2,721,000"), (2, "2,667,000")}
+    labels = {r["text"] for c in a.citations for r in c.regions if r["kind"] == "row-header"}
+    assert labels == {"Cost of products sold", "Inventories"}
+    # a question that defines nothing is answered by the evidence-first path as before
+    assert ask(filing, "What were Acme's net sales in 2019?").answer.computation == ""

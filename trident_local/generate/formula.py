@@ -1,0 +1,371 @@
+"""Metrics the question defines, computed from the line items of the document's tables; no model.
+
+Financial questions often state their metric: "Inventory turnover ratio is defined as: (FY2021 COGS) /
+(average inventory between FY2020 and FY2021)". Such a question has a checkable answer without a
+model: each line item the definition names is looked up as a table row of the document (by its label,
+or a common name for it: COGS is "cost of sales" in one filing and "cost of goods sold" in another),
+its value read in the column of the fiscal year the definition asks for and scaled by the statement's
+"(in thousands)" / "(in millions)", and the definition evaluated. The answer is written out with its
+operands as printed ("3.46 = 28,925 / ((8,420 + 7,367) / 2)"), so a reader finds each one on its page
+and the citations point at those cells.
+
+Handled: + - * / and parentheses (also "divided by", "less", "minus", "plus", "times"), numbers,
+"average X between FYa and FYb", "change in X between FYa and FYb", a line item with or without its
+fiscal year (without: the year the question asks about), and names defined elsewhere in the question
+("CCC is defined as: DIO + DSO - DPO. DIO is defined as: ..."). Anything else (an item no table row
+matches, a year no column heads, a metric with no definition) gives no answer here, and the
+evidence-first strategy answers as it would have.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from trident_local.regions.layout import Cell, PageLayout
+from trident_local.regions.locate import numbers
+
+if TYPE_CHECKING:
+    from trident_local.index import Index
+
+# "X is defined as: EXPR." / "Define X as EXPR." (EXPR runs to the end of its sentence; "3.5" is not one)
+_DEFINED = re.compile(
+    r"(?:^|[.?!]\s+)(?:([^.?!]{1,80}?) (?:is|are) defined as:?|Define ([^.?!]{1,80}?) as)\s+(.+?)(?=\.\s|\.?$)",
+    re.I | re.S)
+_WORD_OPS = [(r"\bdivided by\b", "/"), (r"\bmultiplied by\b", "*"), (r"\btimes\b", "*"), (r"\bless\b", "-"),
+             (r"\bminus\b", "-"), (r"\bplus\b", "+")]
+_HEAD = re.compile(r"[^.?!]*\b(?:is|are) defined as|\bDefine\b", re.I)
+_FY = re.compile(r"\bFY ?((?:19|20)\d\d)\b", re.I)
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_AVERAGE = re.compile(r"^(?:the )?average (?:of )?(.+?) between FY ?(\d{4}) and FY ?(\d{4})$", re.I)
+_CHANGE = re.compile(r"^(?:the )?change in (.+?) between FY ?(\d{4}) and FY ?(\d{4})$", re.I)
+# words that say where or how an item is reported, not which item it is
+_QUALIFIER = re.compile(r"\b(?:from|in|on|per) the [\w&' ]*?statements?\b|\bunadjusted\b|\bas reported\b", re.I)
+_DECIMALS = re.compile(r"round(?:ed)?[^.]*?\bto (?:the nearest )?(one|two|three|four|\d) decimal", re.I)
+_PRINTED = re.compile(r"\(?-?\$?\d[\d,]*(?:\.\d+)?\)?")
+_SCALE = re.compile(r"\bin (thousands|millions|billions)\b", re.I)
+SCALES = {"thousands": 1e-3, "millions": 1.0, "billions": 1e3}  # values are kept in millions
+
+# Common names of line items that filings label differently (the label words themselves also match).
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "cogs": ("cost of goods sold", "cost of sales", "cost of revenue", "cost of revenues", "cost of products sold",
+             "total cost of revenue", "total cost of sales"),
+    "cost of goods sold": ("cost of sales", "cost of revenue", "cost of revenues", "cost of products sold"),
+    "revenue": ("revenues", "total revenues", "net revenues", "net sales", "total net sales", "net revenue",
+                "total net revenue", "sales"),
+    "net income": ("net earnings", "net income attributable", "net earnings attributable"),
+    "pp&e": ("property and equipment net", "property plant and equipment net", "property and equipment",
+             "property plant and equipment"),
+    "inventory": ("inventories", "merchandise inventories", "inventory"),
+    "accounts receivable": ("accounts receivable", "receivables", "trade accounts receivable", "trade receivables"),
+    "cash from operations": ("net cash provided by operating activities", "cash provided by operations",
+                             "net cash from operating activities", "cash flows from operating activities"),
+    "operating income": ("operating income", "income from operations", "operating profit"),
+    "capex": ("capital expenditures", "purchases of property and equipment", "payments for property and equipment"),
+}
+_LABEL_NOISE = {"and", "of", "the", "a", "an", "in", "for", "to", "note", "notes"}
+MIN_LABEL_MATCH = 0.5  # share of a row label's words that name the item, to read that row
+MAX_DEPTH = 4  # names defined through other names
+
+
+@dataclass
+class Operand:
+    """One line item read for the formula: where it is printed, and its value in millions."""
+
+    item: str
+    year: int
+    value: float
+    label: str
+    printed: str  # the cell as printed ("1,174")
+    page: int
+    doc_id: str = ""
+    match: float = 0.0
+    bbox: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # the value's cell
+    label_bbox: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # its row's label
+
+    def regions(self) -> list[dict]:
+        """The cell and its row label, as citation regions."""
+        return [{"page": self.page, "bbox": [round(v, 1) for v in self.bbox], "kind": "cell", "text": self.printed},
+                {"page": self.page, "bbox": [round(v, 1) for v in self.label_bbox], "kind": "row-header",
+                 "text": self.label}]
+
+
+@dataclass
+class FormulaAnswer:
+    value: float
+    text: str  # rounded as the question asks
+    shown: str  # "3.46 = 28,925 / ((8,420 + 7,367) / 2)"
+    operands: list[Operand]
+
+
+def definitions(question: str) -> dict[str, str]:
+    """Defined name (lower case) -> its expression, in the order the question states them."""
+    out: dict[str, str] = {}
+    for m in _DEFINED.finditer(question):
+        name = " ".join((m.group(1) or m.group(2) or "").split()).lower()
+        expr = " ".join(m.group(3).split())
+        if name and expr:
+            out[name] = expr
+    return out
+
+
+def asked(question: str, defs: dict[str, str]) -> str | None:
+    """The defined name the question asks for: named in the question before the definitions, with
+    nothing but the entity after it ("what is Nike's FY2021 inventory turnover ratio?", "... (DPO) for
+    Walmart?"), not a metric built on it ("the 3 year average EBITDA % margin", which it does not define)."""
+    head = _HEAD.split(question, maxsplit=1)[0].lower()
+    for name in defs:
+        for m in re.finditer(rf"\b{re.escape(name)}\b", head):
+            rest = head[m.end():].split("?")[0]
+            rest = re.sub(r"^[\s)]*(?:\((?:[^)]*)\))?\s*", "", rest)  # "(DPO)" after the spelled-out name
+            if not rest or re.match(r"(?:for|of|at|in)\b", rest):
+                return name
+    return None
+
+
+def question_year(question: str) -> int | None:
+    """The fiscal year the question asks about: the last "FYyyyy" before its first definition."""
+    head = _HEAD.split(question, maxsplit=1)[0]
+    years = _FY.findall(head) or _FY.findall(question)
+    return int(years[-1]) if years else None
+
+
+def decimals(question: str, default: int = 2) -> int:
+    m = _DECIMALS.search(question)
+    if not m:
+        return default
+    w = m.group(1).lower()
+    return int(w) if w.isdigit() else ("one", "two", "three", "four").index(w) + 1
+
+
+def label_words(text: str) -> set[str]:
+    text = re.sub(r"\([^)]*\)", " ", text)  # "(Note 6)", "(in millions)"
+    return {w for w in re.findall(r"[a-z&]+", text.lower()) if w not in _LABEL_NOISE}
+
+
+def label_match(item: str, label: str) -> float:
+    """How well a row label names ``item`` (or a common name for it): 0 unless the label holds every word
+    of the name ("Other current assets" does not name total current assets), else the share of the
+    label's words that are the name's (a shorter label is a closer name)."""
+    lw = label_words(label)
+    if not lw:
+        return 0.0
+    best = 0.0
+    for name in (item, *SYNONYMS.get(item.lower(), ())):
+        iw = label_words(name)
+        if iw and iw <= lw:
+            best = max(best, len(iw) / len(lw))
+    return best
+
+
+def _year_heads(row_cells: Sequence[Cell]) -> list[tuple[float, int]]:
+    """(x centre, year) of each year a heading row prints, left to right; a cell that prints several
+    ("December 28, 2019 December 29, 2018") spreads them evenly over its width."""
+    heads = []
+    for c in row_cells:
+        years = [int(m.group()) for m in _YEAR.finditer(c.text)]
+        width = (c.bbox[2] - c.bbox[0]) / max(1, len(years))
+        heads += [(c.bbox[0] + width * (k + 0.5), y) for k, y in enumerate(years)]
+    return heads
+
+
+def year_cell(lay: PageLayout, row_i: int, year: int) -> Cell | None:
+    """The value cell of row ``row_i`` in the column headed by ``year``: the years of the nearest heading row
+    above (a short row that prints years) are paired with the row's values in order, or by the nearest
+    centre when their counts differ."""
+    row = lay.rows[row_i]
+    values = [c for c in row.cells[1:] if c.value and numbers(c.text) and "%" not in c.text]
+    if not values:
+        return None
+    for r in reversed(lay.rows[max(0, row_i - 60):row_i]):
+        heads = _year_heads(r.cells)
+        words = sum(len(re.findall(r"[A-Za-z]+", c.text)) for c in r.cells)
+        if not heads or words > 4 * len(heads) + 6 or (len(heads) < 2 and len(values) > 1):
+            continue
+        if len(heads) == len(values):
+            pairs = list(zip(values, (y for _, y in heads), strict=True))
+        else:
+            pairs = [(v, min(heads, key=lambda h, v=v: abs(h[0] - (v.bbox[0] + v.bbox[2]) / 2))[1]) for v in values]
+        return next((v for v, y in pairs if y == year), None)
+    return None
+
+
+def printed(text: str) -> str:
+    """The number as the cell prints it ("2,672 $" -> "2,672", "(1,174)" stays)."""
+    m = _PRINTED.search(text)
+    return m.group().replace("$", "") if m else text.strip()
+
+
+def cell_number(text: str) -> float | None:
+    """A printed value as a number: "(1,174)" is negative."""
+    found = numbers(text)
+    if not found:
+        return None
+    raw = found[0]
+    try:
+        v = float(re.sub(r"[^\d.]", "", raw))
+    except ValueError:
+        return None
+    return -v if raw.startswith("(") or raw.startswith("-") else v
+
+
+def page_scale(page_text: str) -> float:
+    m = _SCALE.search(page_text)
+    return SCALES[m.group(1).lower()] if m else 1.0
+
+
+# (item name, year) -> the operand, or None where no row names it
+Lookup = Callable[[str, int], "Operand | None"]
+
+
+Value = tuple[float, str]  # a value and how it is written out ("(8,420 + 7,367) / 2")
+
+
+class _Parser:
+    """+ - * / and parentheses over operand phrases; an operand is resolved as it is read."""
+
+    def __init__(self, tokens: list[str], operand: Callable[[str], Value | None]):
+        self.tokens, self.at, self.operand = tokens, 0, operand
+
+    def parse(self) -> Value | None:
+        v = self._sum()
+        return v if self.at == len(self.tokens) else None
+
+    def _peek(self) -> str | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def _sum(self) -> Value | None:
+        return self._level(self._product, ("+", "-"))
+
+    def _product(self) -> Value | None:
+        return self._level(self._atom, ("*", "/"))
+
+    def _level(self, operand: Callable[[], Value | None], ops: tuple[str, str]) -> Value | None:
+        """``operand (op operand)*``, left to right; a division by zero is no value."""
+        v = operand()
+        while v is not None and self._peek() in ops:
+            op = self.tokens[self.at]
+            self.at += 1
+            w = operand()
+            if w is None or (op == "/" and w[0] == 0):
+                return None
+            value = {"+": v[0] + w[0], "-": v[0] - w[0], "*": v[0] * w[0]}.get(op) if op != "/" else v[0] / w[0]
+            v = (value, f"{v[1]} {op} {w[1]}")
+        return v
+
+    def _atom(self) -> Value | None:
+        t = self._peek()
+        if t is None or t in ("+", "-", "*", "/", ")"):
+            return None
+        self.at += 1
+        if t == "(":
+            v = self._sum()
+            if v is None or self._peek() != ")":
+                return None
+            self.at += 1
+            return v if " " not in v[1] else (v[0], f"({v[1]})")
+        if re.fullmatch(r"\d+(?:\.\d+)?", t):
+            return float(t), t
+        return self.operand(t)
+
+
+def tokens(expr: str) -> list[str]:
+    e = expr
+    for rx, op in _WORD_OPS:
+        e = re.sub(rx, f" {op} ", e, flags=re.I)
+    out = []
+    for part in re.split(r"(\(|\)|\s[-+*/]\s|^[-+*/]\s|\s[-+*/]$)", e):
+        p = part.strip()
+        if p:
+            out.append(p)
+    return out
+
+
+class _Evaluation:
+    def __init__(self, defs: dict[str, str], year: int | None, lookup: Lookup):
+        self.defs, self.year, self.lookup = defs, year, lookup
+        self.operands: list[Operand] = []
+
+    def expr(self, expr: str, depth: int = 0) -> Value | None:
+        if depth > MAX_DEPTH:
+            return None
+        return _Parser(tokens(expr), lambda t: self.operand(t, depth)).parse()
+
+    def operand(self, phrase: str, depth: int) -> Value | None:
+        key = " ".join(phrase.lower().split())
+        if key in self.defs:
+            v = self.expr(self.defs[key], depth + 1)
+            return None if v is None else (v[0], v[1] if " " not in v[1] else f"({v[1]})")
+        for rx, combine, show in ((_AVERAGE, lambda a, b: (a + b) / 2, "({a} + {b}) / 2"),
+                                  (_CHANGE, lambda a, b: b - a, "({b} - {a})")):
+            if m := rx.match(phrase):
+                a, b = self.item(m.group(1), int(m.group(2))), self.item(m.group(1), int(m.group(3)))
+                if a is None or b is None:
+                    return None
+                return combine(a.value, b.value), show.format(a=a.printed, b=b.printed)
+        year = self.year
+        if m := _FY.search(phrase):
+            year, phrase = int(m.group(1)), _FY.sub(" ", phrase)
+        op = None if year is None else self.item(phrase, year)
+        return None if op is None else (op.value, op.printed)
+
+    def item(self, name: str, year: int) -> Operand | None:
+        name = " ".join(_QUALIFIER.sub(" ", name).split())
+        op = self.lookup(name, year) if name else None
+        if op is not None:
+            self.operands.append(op)
+        return op
+
+
+def evaluate(question: str, lookup: Lookup) -> FormulaAnswer | None:
+    """The first metric the question defines, computed with ``lookup``; None where any part is missing."""
+    defs = definitions(question)
+    name = asked(question, defs)
+    if name is None:
+        return None
+    ev = _Evaluation(defs, question_year(question), lookup)
+    got = ev.expr(defs[name])
+    if got is None or not ev.operands:
+        return None
+    value, written = got
+    text = f"{value:,.{decimals(question)}f}"
+    return FormulaAnswer(value, text, f"{text} = {written}", ev.operands)
+
+
+def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) -> Lookup:
+    """Line items of one document: the rows of ``pages`` (the question's hits, best first) and of the
+    pages a search for the item's names finds, else of every page in order; the best-matching label
+    wins, the earlier page on a tie. A value is scaled to millions by its page's "(in thousands)"."""
+    from trident_local.regions.attach import layout_of
+
+    doc = index.store.document(doc_id)
+
+    def best_row(name: str, year: int, candidates: Sequence[int]) -> Operand | None:
+        best: Operand | None = None
+        for page in candidates:
+            lay = layout_of(index, doc_id, page)
+            for i, row in enumerate(lay.rows):
+                label = row.cells[0].text if row.cells else ""
+                if not row.is_table_row or "%" in label or "percent" in label.lower():
+                    continue  # a share of something is not a line item's amount
+                match = label_match(name, label)
+                if match < MIN_LABEL_MATCH or (best is not None and match <= best.match):
+                    continue
+                cell = year_cell(lay, i, year)
+                value = cell_number(cell.text) if cell is not None else None
+                if cell is None or value is None:
+                    continue
+                best = Operand(name, year, value * page_scale(doc.page(page).text), label, printed(cell.text),
+                               page, doc_id, match, cell.bbox, row.cells[0].bbox)
+        return best
+
+    def lookup(name: str, year: int) -> Operand | None:
+        names = [name, *SYNONYMS.get(name.lower(), ())]
+        found = index.search(" ".join(names[:3]) + f" {year}", doc=[doc_id], k=k)
+        near = list(dict.fromkeys([*pages, *(h.page for h in found)]))
+        return best_row(name, year, near) or best_row(name, year, [p.number for p in doc.pages
+                                                                    if p.number not in near])
+
+    return lookup
