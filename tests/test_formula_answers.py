@@ -17,8 +17,10 @@ from trident_local.generate.formula import (
     evaluate,
     label_match,
     question_year,
+    recompute,
     year_cell,
 )
+from trident_local.generate.self_check import recheck_computation
 from trident_local.index import Index
 from trident_local.regions.layout import Cell, PageLayout, Row
 
@@ -127,7 +129,7 @@ def test_ask_computes_the_defined_metric_and_cites_its_operand_cells(filing: Ind
     res = ask(filing, TURNOVER)
     a = res.answer
     assert a.text == f"{16830 / ((2721 + 2667) / 2):.2f}" == "6.25"  # thousands on the balance sheet: scaled
-    assert a.computation == "6.25 = 16,830 / ((2,667,000 + 2,721,000) / 2)"
+    assert a.computation == "6.25 = 16,830 / (((2,667,000 * 0.001) + (2,721,000 * 0.001)) / 2)"
     assert "computed from the question's definition" in a.gate
     assert [c.page for c in a.citations] == [1, 2]
     cells = {(r["page"], r["text"]) for c in a.citations for r in c.regions if r["kind"] == "cell"}
@@ -136,3 +138,28 @@ def test_ask_computes_the_defined_metric_and_cites_its_operand_cells(filing: Ind
     assert labels == {"Cost of products sold", "Inventories"}
     # a question that defines nothing is answered by the evidence-first path as before
     assert ask(filing, "What were Acme's net sales in 2019?").answer.computation == ""
+
+
+def test_a_written_out_computation_is_redone() -> None:
+    assert recompute("6.25 = 16,830 / ((2,667 + 2,721) / 2)") is True
+    assert recompute("6.30 = 16,830 / ((2,667 + 2,721) / 2)") is False
+    assert recompute("-3.7 = (365 * 1.5 / 730) - 4.45") is True
+    assert recompute("0.66 = (1,469,502 * 0.001) / (2,213,556 * 0.001)") is True  # scales bind first
+    assert recompute("Coastal 2023 95.2 - Coastal 2022 74.5 = 20.7") is None  # another form: not redone here
+
+
+def test_the_self_check_rereads_the_operand_cells_and_redoes_the_arithmetic(filing: Index) -> None:
+    import copy
+
+    a = ask(filing, TURNOVER).answer
+    check = a.verification
+    assert check["status"] == "supported" and check["model_calls"] == 0
+    assert check["claims"][0]["flags"] == ["computation-rechecked"]
+    wrong = copy.deepcopy(a)
+    wrong.computation = wrong.computation.replace("6.25 =", "7.25 =")
+    assert recheck_computation(filing, wrong).status == "flagged"
+    moved = copy.deepcopy(a)
+    cell = next(r for c in moved.citations for r in c.regions if r["kind"] == "cell")
+    cell["bbox"] = [b + 40 for b in cell["bbox"]]  # a box that does not print the value
+    got = recheck_computation(filing, moved)
+    assert got.status == "flagged" and "not printed where cited" in got.claims[0].why

@@ -47,6 +47,7 @@ _DECIMALS = re.compile(r"round(?:ed)?[^.]*?\bto (?:the nearest )?(one|two|three|
 _PRINTED = re.compile(r"\(?-?\$?\d[\d,]*(?:\.\d+)?\)?")
 _SCALE = re.compile(r"\bin (thousands|millions|billions)\b", re.I)
 SCALES = {"thousands": 1e-3, "millions": 1.0, "billions": 1e3}  # values are kept in millions
+_FACTOR = {1e-3: "0.001", 1e3: "1000"}  # how a scale is written in a computation
 
 # Common names of line items that filings label differently (the label words themselves also match).
 SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -82,8 +83,14 @@ class Operand:
     page: int
     doc_id: str = ""
     match: float = 0.0
+    scale: float = 1.0  # to millions: 0.001 on a page "(in thousands)"
     bbox: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # the value's cell
     label_bbox: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # its row's label
+
+    @property
+    def written(self) -> str:
+        """The operand in a written-out computation: as printed, times its scale where that is not 1."""
+        return self.printed if self.scale == 1.0 else f"({self.printed} * {_FACTOR[self.scale]})"
 
     def regions(self) -> list[dict]:
         """The cell and its row label, as citation regions."""
@@ -304,12 +311,12 @@ class _Evaluation:
                 a, b = self.item(m.group(1), int(m.group(2))), self.item(m.group(1), int(m.group(3)))
                 if a is None or b is None:
                     return None
-                return combine(a.value, b.value), show.format(a=a.printed, b=b.printed)
+                return combine(a.value, b.value), show.format(a=a.written, b=b.written)
         year = self.year
         if m := _FY.search(phrase):
             year, phrase = int(m.group(1)), _FY.sub(" ", phrase)
         op = None if year is None else self.item(phrase, year)
-        return None if op is None else (op.value, op.printed)
+        return None if op is None else (op.value, op.written)
 
     def item(self, name: str, year: int) -> Operand | None:
         name = " ".join(_QUALIFIER.sub(" ", name).split())
@@ -357,8 +364,9 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) ->
                 value = cell_number(cell.text) if cell is not None else None
                 if cell is None or value is None:
                     continue
-                best = Operand(name, year, value * page_scale(doc.page(page).text), label, printed(cell.text),
-                               page, doc_id, match, cell.bbox, row.cells[0].bbox)
+                scale = page_scale(doc.page(page).text)
+                best = Operand(name, year, value * scale, label, printed(cell.text), page, doc_id, match, scale,
+                               cell.bbox, row.cells[0].bbox)
         return best
 
     def lookup(name: str, year: int) -> Operand | None:
@@ -369,3 +377,23 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) ->
                                                                     if p.number not in near])
 
     return lookup
+
+
+def recompute(shown: str) -> bool | None:
+    """Whether a written-out computation ("6.25 = 16,830 / ((2,667 + 2,721) / 2)") holds: the right side,
+    recomputed, rounds to the left side; None when it is not written in that form."""
+    lhs, sep, rhs = shown.partition(" = ")
+    if not sep or not re.fullmatch(r"-?[\d,]+(?:\.\d+)?", lhs.strip()):
+        return None
+    got = _Parser(tokens(rhs.replace(",", "")), lambda _: None).parse()
+    if got is None:
+        return None
+    places = len(lhs.split(".")[1]) if "." in lhs else 0
+    return abs(round(got[0], places) - float(lhs.replace(",", ""))) < 10 ** -places / 2 + 1e-9
+
+
+def operand_numbers(shown: str) -> list[str]:
+    """The printed operands of a written-out computation, constants aside ("365", "2")."""
+    _, _, rhs = shown.partition(" = ")
+    found = re.findall(r"\d[\d,]*(?:\.\d+)?", rhs)
+    return [n for n in found if ("," in n or "." in n or len(n) > 3) and n not in _FACTOR.values()]

@@ -103,6 +103,9 @@ def self_check(index: Index, answer: Answer, *, window: int = 2) -> SelfCheck:
     t0 = time.perf_counter()
     if not answer.answerable:
         return SelfCheck(NOTHING, [], {}, 0, 0.0, 0, window)
+    rechecked = recheck_computation(index, answer, window)
+    if rechecked is not None:
+        return rechecked
     doc_id, claims = _claims(answer)
     if not claims:
         return SelfCheck(NOTHING, [], {}, 0, 0.0, 0, window)
@@ -119,6 +122,46 @@ def self_check(index: Index, answer: Answer, *, window: int = 2) -> SelfCheck:
     _repoint(answer, doc_id, checked)
     return SelfCheck(_status(checked), checked, v.judges, v.model_calls - calls0,
                      round(time.perf_counter() - t0, 4), v.pages_judged - judged0, window)
+
+
+def recheck_computation(index: Index, answer: Answer, window: int = 2) -> SelfCheck | None:
+    """A value computed from cited cells ("6.25 = 16,830 / ((2,667 + 2,721) / 2)") is printed on no page,
+    so no judge of page support can confirm it; it is checked instead by re-reading each cited cell on its
+    page (the box prints the value) and redoing the arithmetic. None for any other answer."""
+    from trident_local.generate.formula import operand_numbers, recompute
+    from trident_local.regions.attach import layout_of
+    from trident_local.regions.locate import norm_number, numbers
+
+    cells = [(c.doc_id, r) for c in answer.citations for r in c.regions if r.get("kind") == "cell"]
+    holds = recompute(answer.computation) if answer.computation and cells else None
+    if holds is None:
+        return None
+    t0 = time.perf_counter()
+    printed = set()
+    missing = []
+    for doc_id, r in cells:
+        lay = layout_of(index, doc_id, r["page"])
+        box = r["bbox"]
+        on_page = [c for row in lay.rows for c in row.cells
+                   if all(abs(a - b) <= 1.0 for a, b in zip(c.bbox, box, strict=True))]
+        if any(set(numbers(r["text"])) & set(numbers(c.text)) for c in on_page):
+            printed |= set(numbers(r["text"]))
+        else:
+            missing.append(f"{r['text']} (p. {r['page']})")
+    unread = [n for n in operand_numbers(answer.computation) if norm_number(n) not in printed]
+    ok = holds and not missing and not unread
+    why = ("every operand is printed in its cited cell and the arithmetic gives the answer" if ok else
+           "; ".join(x for x in (
+               "" if holds else "the arithmetic does not give the answer",
+               f"not printed where cited: {', '.join(missing)}" if missing else "",
+               f"operands not cited: {', '.join(unread)}" if unread else "") if x))
+    page = answer.support_page or answer.citations[0].page
+    claim = CheckedClaim(f"{answer.question.strip()} - {answer.text.strip()}", page,
+                         "supported" if ok else "unsupported", "keep" if ok else "flag",
+                         flags=["computation-rechecked"], why=why)
+    pages = {(d, r["page"]) for d, r in cells}
+    return SelfCheck(SUPPORTED if ok else FLAGGED, [claim], {"computation": "cited cells re-read, arithmetic redone"},
+                     0, round(time.perf_counter() - t0, 4), len(pages), window)
 
 
 def _repoint(answer: Answer, doc_id: str, checked: list[CheckedClaim]) -> None:
