@@ -168,6 +168,7 @@ function renderAnswer(res) {
     el("dt", {}, "answer"), el("dd", {}, by.answer + (a.gate ? ` (${a.gate})` : "")));
   const parts = [text];
   if (a.located) parts.push(el("p", { class: "hint", id: "answer-located" }, `where: ${a.located}`));
+  if (a.computation) parts.push(el("p", { class: "hint", id: "answer-computation" }, `computed: ${a.computation}`));
   if (a.support) parts.push(el("p", { class: "hint" }, `support (page ${a.support_page}): ${a.support}`));
   for (const err of a.errors) parts.push(el("p", { class: "error" }, `model output problem: ${err}`));
   parts.push(list, produced);
