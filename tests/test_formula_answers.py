@@ -12,6 +12,7 @@ from trident_local.generate.ask import ask
 from trident_local.generate.formula import (
     Operand,
     asked,
+    cell_number,
     decimals,
     definitions,
     evaluate,
@@ -138,6 +139,11 @@ def test_ask_computes_the_defined_metric_and_cites_its_operand_cells(filing: Ind
     assert labels == {"Cost of products sold", "Inventories"}
     # a question that defines nothing is answered by the evidence-first path as before
     assert ask(filing, "What were Acme's net sales in 2019?").answer.computation == ""
+
+
+def test_a_statement_prints_negatives_in_parentheses() -> None:
+    assert cell_number("(10,205)") == -10205 and cell_number("-1,174") == -1174
+    assert cell_number("2,672 $") == 2672 and cell_number("—") is None
 
 
 def test_a_written_out_computation_is_redone() -> None:

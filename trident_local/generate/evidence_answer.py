@@ -359,18 +359,17 @@ def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,
                 "typed": 1.0, "table": 1.0, "adjacent": 0.0, "coverage": 1.0}
     confidence = round(CONFIDENCE.probability(features), 4)
     cut = CONFIDENCE.threshold if threshold is None else threshold
-    cites: dict[tuple[str, int], Citation] = {}
-    for o in fa.operands:
-        doc = store.document(o.doc_id)
-        c = cites.setdefault((o.doc_id, o.page), Citation(o.doc_id, doc.file_name, o.page,
-                                                          text=" ".join(doc.page(o.page).text.split())[:300]))
-        c.regions += [r for r in o.regions() if r not in c.regions]
+    from trident_local.generate.answer import citations
+
+    cites = citations(store, [Hit(o.doc_id, o.page, 0.0) for o in fa.operands])  # one per page, in order
+    for c in cites:
+        c.regions = [r for o in fa.operands if (o.doc_id, o.page) == (c.doc_id, c.page) for r in o.regions()]
     first = fa.operands[0]
     return Answer(
         question,
         fa.text if confidence >= cut else ABSTAIN,
         STRATEGY,
-        list(cites.values()),
+        cites,
         gate=f"no chat model: computed from the question's definition (confidence {confidence:.2f}, "
              f"threshold {cut:.2f})",
         support="; ".join(f"{o.label} ({o.year}): {o.printed} (p. {o.page})" for o in fa.operands),

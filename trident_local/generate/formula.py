@@ -24,8 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from trident_local.generate.spans import to_number
 from trident_local.regions.layout import Cell, PageLayout
-from trident_local.regions.locate import numbers
+from trident_local.regions.locate import numbers, printed_numbers
 
 if TYPE_CHECKING:
     from trident_local.index import Index
@@ -44,7 +45,6 @@ _CHANGE = re.compile(r"^(?:the )?change in (.+?) between FY ?(\d{4}) and FY ?(\d
 # words that say where or how an item is reported, not which item it is
 _QUALIFIER = re.compile(r"\b(?:from|in|on|per) the [\w&' ]*?statements?\b|\bunadjusted\b|\bas reported\b", re.I)
 _DECIMALS = re.compile(r"round(?:ed)?[^.]*?\bto (?:the nearest )?(one|two|three|four|\d) decimal", re.I)
-_PRINTED = re.compile(r"\(?-?\$?\d[\d,]*(?:\.\d+)?\)?")
 _SCALE = re.compile(r"\bin (thousands|millions|billions)\b", re.I)
 SCALES = {"thousands": 1e-3, "millions": 1.0, "billions": 1e3}  # values are kept in millions
 _FACTOR = {1e-3: "0.001", 1e3: "1000"}  # how a scale is written in a computation
@@ -148,6 +148,8 @@ def decimals(question: str, default: int = 2) -> int:
 
 
 def label_words(text: str) -> set[str]:
+    """A row label's words. Not :func:`trident_local.text.terms`: its stop words drop "total" and
+    "other", which are what tell "Total current assets" from "Other current assets"."""
     text = re.sub(r"\([^)]*\)", " ", text)  # "(Note 6)", "(in millions)"
     return {w for w in re.findall(r"[a-z&]+", text.lower()) if w not in _LABEL_NOISE}
 
@@ -200,22 +202,19 @@ def year_cell(lay: PageLayout, row_i: int, year: int) -> Cell | None:
 
 
 def printed(text: str) -> str:
-    """The number as the cell prints it ("2,672 $" -> "2,672", "(1,174)" stays)."""
-    m = _PRINTED.search(text)
-    return m.group().replace("$", "") if m else text.strip()
+    """The number as the cell prints it, without currency or percent signs ("2,672 $" -> "2,672";
+    "(1,174)" stays: a negative in a statement)."""
+    found = printed_numbers(text)
+    return found[0].replace("$", "").replace("%", "") if found else text.strip()
 
 
 def cell_number(text: str) -> float | None:
-    """A printed value as a number: "(1,174)" is negative."""
-    found = numbers(text)
-    if not found:
+    """A printed value as a number: "(1,174)" and "-1,174" are negative."""
+    raw = printed(text)
+    v = to_number(raw)
+    if v is None:
         return None
-    raw = found[0]
-    try:
-        v = float(re.sub(r"[^\d.]", "", raw))
-    except ValueError:
-        return None
-    return -v if raw.startswith("(") or raw.startswith("-") else v
+    return -abs(v) if raw.startswith("(") or raw.startswith("-") else v
 
 
 def page_scale(page_text: str) -> float:

@@ -31,9 +31,15 @@ def norm_number(s: str) -> str:
     return t.lstrip("-") or s
 
 
+def printed_numbers(text: str) -> list[str]:
+    """The numbers written in ``text`` as printed ("(1,174)", "$2,672", "8.7%"), in order; digits that
+    are part of a name or date ("GPT-4", "10-K") are not numbers."""
+    return [m.group() for m in _NUMBER.finditer(IDENTIFIER.sub(" ", text))]
+
+
 def numbers(text: str) -> list[str]:
     """The numbers written in ``text``, normalised, in order, without repeats."""
-    out = [norm_number(m.group()) for m in _NUMBER.finditer(IDENTIFIER.sub(" ", text))]
+    out = [norm_number(n) for n in printed_numbers(text)]
     return list(dict.fromkeys(n for n in out if any(ch.isdigit() for ch in n)))
 
 
