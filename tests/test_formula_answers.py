@@ -17,10 +17,12 @@ from trident_local.generate.formula import (
     definitions,
     evaluate,
     label_match,
+    page_scale,
     question_year,
     recompute,
     year_cell,
 )
+from trident_local.generate.line_item import ItemQuestion, item_question
 from trident_local.generate.self_check import recheck_computation
 from trident_local.index import Index
 from trident_local.regions.layout import Cell, PageLayout, Row
@@ -137,8 +139,8 @@ def test_ask_computes_the_defined_metric_and_cites_its_operand_cells(filing: Ind
     assert cells == {(1, "16,830"), (2, "2,721,000"), (2, "2,667,000")}
     labels = {r["text"] for c in a.citations for r in c.regions if r["kind"] == "row-header"}
     assert labels == {"Cost of products sold", "Inventories"}
-    # a question that defines nothing is answered by the evidence-first path as before
-    assert ask(filing, "What were Acme's net sales in 2019?").answer.computation == ""
+    # a question that defines nothing and names no line item is answered by the evidence-first path
+    assert "line item" not in ask(filing, "How did Acme's net sales change from 2018 to 2019?").answer.gate
 
 
 def test_a_statement_prints_negatives_in_parentheses() -> None:
@@ -169,3 +171,53 @@ def test_the_self_check_rereads_the_operand_cells_and_redoes_the_arithmetic(fili
     cell["bbox"] = [b + 40 for b in cell["bbox"]]  # a box that does not print the value
     got = recheck_computation(filing, moved)
     assert got.status == "flagged" and "not printed where cited" in got.claims[0].why
+
+
+@pytest.mark.parametrize(("question", "want"), [
+    ("What is the year end FY2019 total amount of inventories for Best Buy? Answer in USD millions. Base your "
+     "judgments on the information provided primarily in the balance sheet.", ("inventories", 2019, 1.0)),
+    ("We need to calculate a financial metric by using information only provided within the balance sheet. "
+     "Please answer the following question: what is Boeing's year end FY2018 net property, plant, and equipment "
+     "(in USD millions)?", ("net property plant and equipment", 2018, 1.0)),
+    ("How much (in USD billions) did American Water Works pay out in cash dividends for FY2020?",
+     ("cash dividends", 2020, 1000.0)),
+    ("how much total current assets did Nike have at the end of FY2019?", ("total current assets", 2019, None)),
+    ("what is Cash and cash equivalents for Best Buy for the fiscal year ending January 28, 2023? Answer in "
+     "million", ("Cash and cash equivalents", 2023, 1.0)),
+    ("what is total liabilities for COSTCO in FY 2021?Answer in thousands.", ("total liabilities", 2021, 0.001)),
+])
+def test_a_one_item_question_names_its_item_year_and_unit(question: str, want: tuple) -> None:
+    assert item_question(question) == ItemQuestion(*want)
+
+
+@pytest.mark.parametrize("question", [
+    "What is Adobe's year-over-year change in unadjusted operating income from FY2015 to FY2016?",
+    "what is Long-term Debt to Total Liabilities for COSTCO in FY2021?",
+    "What is the FY2019 - FY2021 3 year average unadjusted operating income % margin for Corning?",
+    "According to the chart on page 14 how much time was spent with family and friends in 2010?",
+    "What is the FY2022 retention ratio for Pepsi?",
+    "What was the revenue of the segment that grew most?",  # no year
+])
+def test_a_computation_a_comparison_or_a_clause_is_not_one_item(question: str) -> None:
+    assert item_question(question) is None
+
+
+def test_an_other_row_does_not_name_the_item_and_a_scale_reads_through_odd_spaces() -> None:
+    assert label_match("long-term debt", "Other long-term debt") == 0.0
+    assert label_match("other assets", "Other assets") == 1.0
+    assert page_scale("CONSOLIDATED BALANCE SHEETS\n(In\xa0thousands,\xa0except share data)") == 0.001
+
+
+def test_ask_reads_the_line_item_in_the_unit_asked_and_cites_its_cell(filing: Index) -> None:
+    a = ask(filing, "What is the year end FY2019 total amount of inventories for Acme? Answer in USD millions.").answer
+    assert a.text == "2,721" and a.computation == "2,721 = 2,721,000 * 0.001"  # thousands on the page
+    assert "read from the line item's row" in a.gate
+    assert [c.page for c in a.citations] == [2]
+    assert {(r["kind"], r["text"]) for r in a.citations[0].regions} == {("cell", "2,721,000"),
+                                                                        ("row-header", "Inventories")}
+    assert a.verification["status"] == "supported"
+    assert a.verification["claims"][0]["flags"] == ["computation-rechecked"]
+    # a common name for the item, the column of the year asked, the page's own unit where none is asked
+    b = ask(filing, "What is Acme's FY2018 cost of goods sold?").answer
+    assert b.text == "17,347" and b.computation == "" and b.citations[0].regions[0]["text"] == "17,347"
+    assert ask(filing, "What were Acme's FY2019 net sales (in USD billions)?").answer.text == "25.0"

@@ -179,14 +179,15 @@ def test_models_injection() -> None:
 
 # -- the Query ------------------------------------------------------------------------------------------
 class CountingEmbedder:
-    """Wraps a real embedder and counts query-side encodes."""
+    """Wraps a real embedder and counts query-side encodes of the question (a line item's name, looked up
+    for a question that may ask for one, is another query)."""
 
     def __init__(self, inner: Any):
         self.inner, self.name, self.dim = inner, "counting-embedder", inner.dim
         self.query_calls = 0
 
     def encode(self, texts: Sequence[str], *, kind: str = "passage", **kw: Any) -> np.ndarray:
-        if kind == "query":
+        if kind == "query" and QUESTION in texts:
             self.query_calls += 1
         return self.inner.encode(texts, kind=kind, **kw)
 

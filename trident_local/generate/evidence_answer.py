@@ -40,6 +40,7 @@ from trident_local.docs.model import Page
 from trident_local.generate.answer_confidence import AnswerConfidence
 from trident_local.generate.compute import Computation, compute
 from trident_local.generate.formula import FormulaAnswer, definitions, evaluate, index_lookup
+from trident_local.generate.line_item import evaluate_item, item_question
 from trident_local.generate.records import ABSTAINED, Answer, Citation, EvidencePassage
 from trident_local.generate.spans import (
     assigned_value,
@@ -342,11 +343,16 @@ class EvidenceFirstAnswer:
 
 
 def defined_metric(index: Index, question: str, hits: Sequence[Hit]) -> FormulaAnswer | None:
-    """The metric the question defines, computed from the top hit's document (:mod:`.formula`)."""
-    if not hits or not definitions(question):
+    """The metric the question defines (:mod:`.formula`), or the one line item it asks for
+    (:mod:`.line_item`), read from the top hit's document."""
+    if not hits:
+        return None
+    defined = bool(definitions(question))
+    if not defined and item_question(question) is None:
         return None
     doc_id = hits[0].doc_id
-    return evaluate(question, index_lookup(index, doc_id, [h.page for h in hits if h.doc_id == doc_id]))
+    lookup = index_lookup(index, doc_id, [h.page for h in hits if h.doc_id == doc_id])
+    return evaluate(question, lookup) if defined else evaluate_item(question, lookup)
 
 
 def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,
@@ -365,12 +371,13 @@ def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,
     for c in cites:
         c.regions = [r for o in fa.operands if (o.doc_id, o.page) == (c.doc_id, c.page) for r in o.regions()]
     first = fa.operands[0]
+    how = "computed from the question's definition" if definitions(question) else "read from the line item's row"
     return Answer(
         question,
         fa.text if confidence >= cut else ABSTAIN,
         STRATEGY,
         cites,
-        gate=f"no chat model: computed from the question's definition (confidence {confidence:.2f}, "
+        gate=f"no chat model: {how} (confidence {confidence:.2f}, "
              f"threshold {cut:.2f})",
         support="; ".join(f"{o.label} ({o.year}): {o.printed} (p. {o.page})" for o in fa.operands),
         support_page=first.page,

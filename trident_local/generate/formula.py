@@ -45,10 +45,15 @@ _CHANGE = re.compile(r"^(?:the )?change in (.+?) between FY ?(\d{4}) and FY ?(\d
 # words that say where or how an item is reported, not which item it is
 _QUALIFIER = re.compile(r"\b(?:from|in|on|per) the [\w&' ]*?statements?\b|\bunadjusted\b|\bas reported\b", re.I)
 _DECIMALS = re.compile(r"round(?:ed)?[^.]*?\bto (?:the nearest )?(one|two|three|four|\d) decimal", re.I)
-_SCALE = re.compile(r"\bin (thousands|millions|billions)\b", re.I)
+_SCALE = re.compile(r"\bin\s+(thousands|millions|billions)\b", re.I)  # "(In\xa0thousands, except ...)"
 SCALES = {"thousands": 1e-3, "millions": 1.0, "billions": 1e3}  # values are kept in millions
 _FACTOR = {1e-3: "0.001", 1e3: "1000"}  # how a scale is written in a computation
+_UNIT_FACTOR = re.compile(r"0\.0*1|10{3,}")  # a change of unit in a computation, not a value read from a page
 
+_CAPEX = ("capital expenditures", "capital spending", "purchases of property and equipment",
+          "purchases of property plant and equipment", "payments for property and equipment",
+          "additions to property and equipment", "capital expenditure")
+_INVENTORY = ("inventories", "merchandise inventories", "inventory")
 # Common names of line items that filings label differently (the label words themselves also match).
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "cogs": ("cost of goods sold", "cost of sales", "cost of revenue", "cost of revenues", "cost of products sold",
@@ -59,12 +64,17 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "net income": ("net earnings", "net income attributable", "net earnings attributable"),
     "pp&e": ("property and equipment net", "property plant and equipment net", "property and equipment",
              "property plant and equipment"),
-    "inventory": ("inventories", "merchandise inventories", "inventory"),
+    "inventory": _INVENTORY,
+    "inventories": _INVENTORY,
     "accounts receivable": ("accounts receivable", "receivables", "trade accounts receivable", "trade receivables"),
     "cash from operations": ("net cash provided by operating activities", "cash provided by operations",
                              "net cash from operating activities", "cash flows from operating activities"),
     "operating income": ("operating income", "income from operations", "operating profit"),
-    "capex": ("capital expenditures", "purchases of property and equipment", "payments for property and equipment"),
+    "capex": _CAPEX,
+    "capital expenditure": _CAPEX,
+    "capital expenditures": _CAPEX,
+    "cash dividends": ("dividends paid", "cash dividends paid", "dividends paid to shareholders",
+                       "dividends paid to common shareholders", "payments of dividends"),
 }
 _LABEL_NOISE = {"and", "of", "the", "a", "an", "in", "for", "to", "note", "notes"}
 MIN_LABEL_MATCH = 0.5  # share of a row label's words that name the item, to read that row
@@ -159,8 +169,8 @@ def label_match(item: str, label: str) -> float:
     of the name ("Other current assets" does not name total current assets), else the share of the
     label's words that are the name's (a shorter label is a closer name)."""
     lw = label_words(label)
-    if not lw:
-        return 0.0
+    if not lw or (label.lower().lstrip().startswith("other") and "other" not in item.lower()):
+        return 0.0  # "Other long-term debt" is by its name not the long-term debt
     best = 0.0
     for name in (item, *SYNONYMS.get(item.lower(), ())):
         iw = label_words(name)
@@ -342,8 +352,9 @@ def evaluate(question: str, lookup: Lookup) -> FormulaAnswer | None:
 
 def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) -> Lookup:
     """Line items of one document: the rows of ``pages`` (the question's hits, best first) and of the
-    pages a search for the item's names finds, else of every page in order; the best-matching label
-    wins, the earlier page on a tie. A value is scaled to millions by its page's "(in thousands)"."""
+    pages a search for the item's names finds, else of the other pages that print the year and the words
+    of one of its names, in order; the best-matching label wins, the earlier page on a tie. A value is
+    scaled to millions by its page's "(in thousands)"."""
     from trident_local.regions.attach import layout_of
 
     doc = index.store.document(doc_id)
@@ -372,8 +383,11 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) ->
         names = [name, *SYNONYMS.get(name.lower(), ())]
         found = index.search(" ".join(names[:3]) + f" {year}", doc=[doc_id], k=k)
         near = list(dict.fromkeys([*pages, *(h.page for h in found)]))
-        return best_row(name, year, near) or best_row(name, year, [p.number for p in doc.pages
-                                                                    if p.number not in near])
+        # the other pages that print the year and every word of one of the names: only those get a layout
+        wanted = [label_words(n) for n in names]
+        rest = [p.number for p in doc.pages if p.number not in near and str(year) in p.text
+                and any(ws and ws <= set(re.findall(r"[a-z&]+", p.text.lower())) for ws in wanted)]
+        return best_row(name, year, near) or best_row(name, year, rest)
 
     return lookup
 
@@ -395,4 +409,4 @@ def operand_numbers(shown: str) -> list[str]:
     """The printed operands of a written-out computation, constants aside ("365", "2")."""
     _, _, rhs = shown.partition(" = ")
     found = re.findall(r"\d[\d,]*(?:\.\d+)?", rhs)
-    return [n for n in found if ("," in n or "." in n or len(n) > 3) and n not in _FACTOR.values()]
+    return [n for n in found if ("," in n or "." in n or len(n) > 3) and not _UNIT_FACTOR.fullmatch(n)]
