@@ -6,7 +6,9 @@ are answered, and how many right.
 Runs the no-model ``ask`` (default pool, rerank and answer strategy, ``--min-confidence 0``) on every
 question of the FinanceBench development split and of MMLongBench-Doc that states a definition
 ("Inventory turnover ratio is defined as: ..."), the questions ``trident_local/generate/formula.py``
-answers by computing the definition from the document's line items, and every question that asks for one
+answers by computing the definition from the document's line items, every question that names a standard
+metric without defining it ("the FY2018 - FY2020 3 year average of capex as a % of revenue", a % margin,
+a year-over-year change, a CAGR; ``trident_local/generate/metric_forms.py``), and every question that asks for one
 line item of one fiscal year ("what is the year end FY2019 total amount of inventories ...?"), which
 ``trident_local/generate/line_item.py`` reads from its row. Right: the value within the
 precision the question asks for (half a unit of its last decimal) or 1% of the gold value, whichever
@@ -50,11 +52,11 @@ def right(gold: str, text: str) -> bool:
 
 
 def score(index_dir: str, dataset: Path, kind: str) -> dict:
-    """``kind``: "defined" (questions with a definition) or "item" (one line item, no definition)."""
+    """``kind``: "defined" (a defined or standard metric) or "item" (one line item)."""
     from trident_local.evaluate.grounding import gold_boxes, score_regions
     from trident_local.evaluate.mmlongbench import load_samples, resolve_records
     from trident_local.generate.ask import ask
-    from trident_local.generate.formula import definitions
+    from trident_local.generate.formula import computes
     from trident_local.generate.line_item import item_question
     from trident_local.index import Index
     from trident_local.query import Query
@@ -63,12 +65,12 @@ def score(index_dir: str, dataset: Path, kind: str) -> dict:
     index.models.use_profile("chat", "none")
     rows = []
     for rec in resolve_records(load_samples(dataset), index.store).records:
-        defined = bool(definitions(rec.question))
+        defined = computes(rec.question)
         if defined != (kind == "defined") or (kind == "item" and item_question(rec.question) is None):
             continue
         res = ask(index, Query(rec.question, min_confidence=0.0), doc=[rec.doc_id])
         a = res.answer
-        computed = ("definition" in a.gate) if defined else ("line item" in a.gate)
+        computed = ("computed from" in a.gate) if defined else ("line item" in a.gate)
         row = {"qid": rec.qid, "gold": rec.answer, "answer": a.candidate or a.text, "computed": computed,
                "right": computed and right(rec.answer, a.candidate or a.text)}
         gold = gold_boxes(index, rec) if rec.evidence_pages else []
@@ -96,7 +98,7 @@ def main() -> None:
     sets = {"FinanceBench dev": (args.fb_index, DATA / "financebench-dev" / "dataset.json"),
             "MMLongBench-Doc": (args.mmlb_index, DATA / "mmlongbench-doc" / "samples.json")}
     figures = {f"{name}, {label}": score(index, dataset, kind) for name, (index, dataset) in sets.items()
-               for kind, label in (("defined", "defined metric"), ("item", "one line item"))}
+               for kind, label in (("defined", "defined or standard metric"), ("item", "one line item"))}
     figures["seconds"] = round(time.perf_counter() - t0, 1)
     columns = ["set, question", "questions", "answered from the tables", "right", "answer hit (labelled)"]
     rows = [[name, str(f["questions"]), str(f["computed"]), str(f["right"]),

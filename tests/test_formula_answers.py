@@ -20,11 +20,14 @@ from trident_local.generate.formula import (
     page_scale,
     question_year,
     recompute,
+    row_scale,
     year_cell,
 )
 from trident_local.generate.line_item import ItemQuestion, item_question
+from trident_local.generate.metric_forms import metric_form
 from trident_local.generate.self_check import recheck_computation
 from trident_local.index import Index
+from trident_local.regions.attach import layout_of
 from trident_local.regions.layout import Cell, PageLayout, Row
 
 CCC = ("What is the FY2019 cash conversion cycle (CCC) for Acme? CCC is defined as: DIO + DSO - DPO. "
@@ -221,3 +224,51 @@ def test_ask_reads_the_line_item_in_the_unit_asked_and_cites_its_cell(filing: In
     b = ask(filing, "What is Acme's FY2018 cost of goods sold?").answer
     assert b.text == "17,347" and b.computation == "" and b.citations[0].regions[0]["text"] == "17,347"
     assert ask(filing, "What were Acme's FY2019 net sales (in USD billions)?").answer.text == "25.0"
+
+
+@pytest.mark.parametrize(("question", "expression"), [
+    ("What is the FY2018 - FY2020 3 year average of capex as a % of revenue for MGM Resorts? Answer in units of "
+     "percents and round to one decimal place.",
+     "((FY2018 capex) / (FY2018 revenue) + (FY2019 capex) / (FY2019 revenue) + (FY2020 capex) / (FY2020 revenue))"
+     " / 3 * 100"),
+    ("what is Nike's three year average of cost of goods sold as a % of revenue from FY2016 to FY2018?",
+     "((FY2016 cost of goods sold) / (FY2016 revenue) + (FY2017 cost of goods sold) / (FY2017 revenue) + "
+     "(FY2018 cost of goods sold) / (FY2018 revenue)) / 3 * 100"),
+    ("what is the FY2015 depreciation and amortization (D&A from cash flow statement) % margin for AMD?",
+     "((FY2015 depreciation and amortization) / (FY2015 revenue)) * 100"),
+    ("What is Adobe's year-over-year change in unadjusted operating income from FY2015 to FY2016 (in units of "
+     "percents and round to one decimal place)?",
+     "((FY2016 unadjusted operating income) - (FY2015 unadjusted operating income)) / "
+     "(FY2015 unadjusted operating income) * 100"),
+    ("What is Lockheed Martin's 2 year total revenue CAGR from FY2020 to FY2022?",
+     "(((FY2022 revenue) / (FY2020 revenue)) ^ (1 / 2) - 1) * 100"),
+])
+def test_a_standard_metric_is_written_as_its_formula(question: str, expression: str) -> None:
+    form = metric_form(question)
+    assert form is not None and form.expression == expression and form.percent
+
+
+def test_a_standard_metric_whose_years_do_not_match_its_length_is_not_guessed() -> None:
+    assert metric_form("What is the FY2018 - FY2020 2 year average operating income % margin?") is None
+    assert metric_form("What is the revenue CAGR?") is None and metric_form("What was revenue in 2019?") is None
+
+
+def test_growth_rates_and_amounts_paid_out() -> None:
+    assert recompute("0.4 = ((65,984 / 65,398) ^ (1 / 2) - 1) * 100") is True
+    book = {("capex", 2019): -50.0, ("revenue", 2019): 1000.0}
+
+    def lookup(name: str, year: int) -> Operand | None:
+        v = book.get((name, year))
+        return None if v is None else Operand(name, year, v, name, f"({abs(v):,.0f})" if v < 0 else f"{v:,.0f}", 1)
+
+    fa = evaluate("What is the FY2019 capex % margin? Round to one decimal place.", lookup)
+    assert fa is not None and fa.text == "5.0%" and fa.shown == "5.0 = (50 / 1,000) * 100"  # "(50)" paid out
+
+
+def test_ask_computes_a_standard_metric_from_one_statement_in_its_unit(filing: Index) -> None:
+    a = ask(filing, "What is Acme's FY2019 gross profit % margin? Round your answer to one decimal place.").answer
+    assert a.text == f"{100 * 8147 / 24977:.1f}%" and "standard formula" in a.gate
+    assert a.computation == "32.6 = (8,147 / 24,977) * 100" and [c.page for c in a.citations] == [1]
+    # the unit is the one stated nearest above the row, not the page's first
+    lay = layout_of(filing, next(iter(filing.store.manifest.documents)), 2)
+    assert row_scale(lay, len(lay.rows) - 1) == 0.001 and row_scale(lay, 0) is None

@@ -39,7 +39,7 @@ import numpy as np
 from trident_local.docs.model import Page
 from trident_local.generate.answer_confidence import AnswerConfidence
 from trident_local.generate.compute import Computation, compute
-from trident_local.generate.formula import FormulaAnswer, definitions, evaluate, index_lookup
+from trident_local.generate.formula import FormulaAnswer, computes, definitions, evaluate, index_lookup
 from trident_local.generate.line_item import evaluate_item, item_question
 from trident_local.generate.records import ABSTAINED, Answer, Citation, EvidencePassage
 from trident_local.generate.spans import (
@@ -347,7 +347,7 @@ def defined_metric(index: Index, question: str, hits: Sequence[Hit]) -> FormulaA
     (:mod:`.line_item`), read from the top hit's document."""
     if not hits:
         return None
-    defined = bool(definitions(question))
+    defined = computes(question)
     if not defined and item_question(question) is None:
         return None
     doc_id = hits[0].doc_id
@@ -371,7 +371,8 @@ def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,
     for c in cites:
         c.regions = [r for o in fa.operands if (o.doc_id, o.page) == (c.doc_id, c.page) for r in o.regions()]
     first = fa.operands[0]
-    how = "computed from the question's definition" if definitions(question) else "read from the line item's row"
+    how = ("computed from the question's definition" if definitions(question) else
+           "computed from the metric's standard formula" if computes(question) else "read from the line item's row")
     return Answer(
         question,
         fa.text if confidence >= cut else ABSTAIN,

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from trident_local.generate.metric_forms import metric_form
 from trident_local.generate.spans import to_number
 from trident_local.regions.layout import Cell, PageLayout
 from trident_local.regions.locate import numbers, printed_numbers
@@ -46,6 +47,7 @@ _CHANGE = re.compile(r"^(?:the )?change in (.+?) between FY ?(\d{4}) and FY ?(\d
 _QUALIFIER = re.compile(r"\b(?:from|in|on|per) the [\w&' ]*?statements?\b|\bunadjusted\b|\bas reported\b", re.I)
 _DECIMALS = re.compile(r"round(?:ed)?[^.]*?\bto (?:the nearest )?(one|two|three|four|\d) decimal", re.I)
 _SCALE = re.compile(r"\bin\s+(thousands|millions|billions)\b", re.I)  # "(In\xa0thousands, except ...)"
+_HEADING_SCALE = re.compile(r"\((?:[^()]{0,40}?\b)?in\s+(thousands|millions|billions)\b[^()]{0,80}\)", re.I)
 SCALES = {"thousands": 1e-3, "millions": 1.0, "billions": 1e3}  # values are kept in millions
 _FACTOR = {1e-3: "0.001", 1e3: "1000"}  # how a scale is written in a computation
 _UNIT_FACTOR = re.compile(r"0\.0*1|10{3,}")  # a change of unit in a computation, not a value read from a page
@@ -76,6 +78,9 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "cash dividends": ("dividends paid", "cash dividends paid", "dividends paid to shareholders",
                        "dividends paid to common shareholders", "payments of dividends"),
 }
+# items that are amounts paid out, which a cash flow statement prints negative ("(4,625)")
+_PAID = re.compile(r"\b(?:capex|capital expenditures?|capital spending|dividends?|purchases?|repurchases?|payments?)\b",
+                   re.I)
 _LABEL_NOISE = {"and", "of", "the", "a", "an", "in", "for", "to", "note", "notes"}
 MIN_LABEL_MATCH = 0.5  # share of a row label's words that name the item, to read that row
 MAX_DEPTH = 4  # names defined through other names
@@ -227,8 +232,20 @@ def cell_number(text: str) -> float | None:
     return -abs(v) if raw.startswith("(") or raw.startswith("-") else v
 
 
+def row_scale(lay: PageLayout, row_i: int) -> float | None:
+    """The unit of a table row: the nearest "(in thousands)" / "(Amounts in millions)" above it (a page
+    can hold two tables in different units), None where nothing above it states one."""
+    for r in reversed(lay.rows[:row_i]):
+        if m := _SCALE.search(r.text):
+            return SCALES[m.group(1).lower()]
+    return None
+
+
 def page_scale(page_text: str) -> float:
-    m = _SCALE.search(page_text)
+    """The unit the page's tables are in, to millions: the statement's heading "(In thousands, except ...)"
+    / "(Amounts in millions)" where it has one (prose on the same page may say "$1.2 in billions"),
+    else the first "in thousands" of the page."""
+    m = _HEADING_SCALE.search(page_text) or _SCALE.search(page_text)
     return SCALES[m.group(1).lower()] if m else 1.0
 
 
@@ -256,7 +273,18 @@ class _Parser:
         return self._level(self._product, ("+", "-"))
 
     def _product(self) -> Value | None:
-        return self._level(self._atom, ("*", "/"))
+        return self._level(self._power, ("*", "/"))
+
+    def _power(self) -> Value | None:
+        """``atom (^ atom)?``: a growth rate's root; a negative base has no real root, so no value."""
+        v = self._atom()
+        if v is None or self._peek() != "^":
+            return v
+        self.at += 1
+        w = self._atom()
+        if w is None or v[0] < 0 or (v[0] == 0 and w[0] <= 0):
+            return None
+        return v[0] ** w[0], f"{v[1]} ^ {w[1]}"
 
     def _level(self, operand: Callable[[], Value | None], ops: tuple[str, str]) -> Value | None:
         """``operand (op operand)*``, left to right; a division by zero is no value."""
@@ -273,7 +301,7 @@ class _Parser:
 
     def _atom(self) -> Value | None:
         t = self._peek()
-        if t is None or t in ("+", "-", "*", "/", ")"):
+        if t is None or t in ("+", "-", "*", "/", "^", ")"):
             return None
         self.at += 1
         if t == "(":
@@ -292,7 +320,7 @@ def tokens(expr: str) -> list[str]:
     for rx, op in _WORD_OPS:
         e = re.sub(rx, f" {op} ", e, flags=re.I)
     out = []
-    for part in re.split(r"(\(|\)|\s[-+*/]\s|^[-+*/]\s|\s[-+*/]$)", e):
+    for part in re.split(r"(\(|\)|\s[-+*/^]\s|^[-+*/^]\s|\s[-+*/^]$)", e):
         p = part.strip()
         if p:
             out.append(p)
@@ -323,31 +351,47 @@ class _Evaluation:
                 return combine(a.value, b.value), show.format(a=a.written, b=b.written)
         year = self.year
         if m := _FY.search(phrase):
-            year, phrase = int(m.group(1)), _FY.sub(" ", phrase)
+            year, phrase = int(m.group(1)), " ".join(_FY.sub(" ", phrase).split())
+        if phrase.lower() in self.defs and year is not None:  # "FY2019 unadjusted EBITDA", defined without a year
+            outer, self.year = self.year, year
+            v = self.expr(self.defs[phrase.lower()], depth + 1)
+            self.year = outer
+            return None if v is None else (v[0], v[1] if " " not in v[1] else f"({v[1]})")
         op = None if year is None else self.item(phrase, year)
         return None if op is None else (op.value, op.written)
 
     def item(self, name: str, year: int) -> Operand | None:
         name = " ".join(_QUALIFIER.sub(" ", name).split())
         op = self.lookup(name, year) if name else None
+        if op is not None and _PAID.search(name) and op.value < 0:  # printed "(4,625)": 4,625 paid out
+            op = replace(op, value=-op.value, printed=op.printed.strip("()-"))
         if op is not None:
             self.operands.append(op)
         return op
 
 
 def evaluate(question: str, lookup: Lookup) -> FormulaAnswer | None:
-    """The first metric the question defines, computed with ``lookup``; None where any part is missing."""
+    """The metric the question defines, or else the standard metric it names (:mod:`.metric_forms`: an
+    average share, a margin, a change, a growth rate), computed with ``lookup``; None where any part is
+    missing. A standard metric is a percentage: its answer reads "7.9%"."""
     defs = definitions(question)
     name = asked(question, defs)
-    if name is None:
+    form = metric_form(question) if name is None else None
+    if name is None and form is None:
         return None
     ev = _Evaluation(defs, question_year(question), lookup)
-    got = ev.expr(defs[name])
+    got = ev.expr(defs[name] if name is not None else form.expression)
     if got is None or not ev.operands:
         return None
     value, written = got
-    text = f"{value:,.{decimals(question)}f}"
-    return FormulaAnswer(value, text, f"{text} = {written}", ev.operands)
+    number = f"{value:,.{decimals(question)}f}"
+    text = number + ("%" if form is not None and form.percent else "")
+    return FormulaAnswer(value, text, f"{number} = {written}", ev.operands)
+
+
+def computes(question: str) -> bool:
+    """Whether :func:`evaluate` would try ``question``: it defines a metric or names a standard one."""
+    return bool(definitions(question)) or metric_form(question) is not None
 
 
 def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) -> Lookup:
@@ -374,20 +418,25 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) ->
                 value = cell_number(cell.text) if cell is not None else None
                 if cell is None or value is None:
                     continue
-                scale = page_scale(doc.page(page).text)
+                scale = row_scale(lay, i) or page_scale(doc.page(page).text)
                 best = Operand(name, year, value * scale, label, printed(cell.text), page, doc_id, match, scale,
                                cell.bbox, row.cells[0].bbox)
         return best
 
+    used: list[int] = []  # pages operands were read from: a metric's items come from the same statements
+
     def lookup(name: str, year: int) -> Operand | None:
         names = [name, *SYNONYMS.get(name.lower(), ())]
         found = index.search(" ".join(names[:3]) + f" {year}", doc=[doc_id], k=k)
-        near = list(dict.fromkeys([*pages, *(h.page for h in found)]))
+        near = list(dict.fromkeys([*used, *pages, *(h.page for h in found)]))
         # the other pages that print the year and every word of one of the names: only those get a layout
         wanted = [label_words(n) for n in names]
         rest = [p.number for p in doc.pages if p.number not in near and str(year) in p.text
                 and any(ws and ws <= set(re.findall(r"[a-z&]+", p.text.lower())) for ws in wanted)]
-        return best_row(name, year, near) or best_row(name, year, rest)
+        op = best_row(name, year, near) or best_row(name, year, rest)
+        if op is not None and op.page not in used:
+            used.append(op.page)
+        return op
 
     return lookup
 
