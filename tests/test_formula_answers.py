@@ -272,3 +272,10 @@ def test_ask_computes_a_standard_metric_from_one_statement_in_its_unit(filing: I
     # the unit is the one stated nearest above the row, not the page's first
     lay = layout_of(filing, next(iter(filing.store.manifest.documents)), 2)
     assert row_scale(lay, len(lay.rows) - 1) == 0.001 and row_scale(lay, 0) is None
+
+
+def test_plurals_and_common_abbreviations_name_the_same_row() -> None:
+    assert label_match("inventory", "Inventories") == 1.0 and label_match("total expenses", "Total expense") == 1.0
+    assert label_match("net AR", "Accounts receivable, net") > 0.6 and label_match("SG&A", "Selling, general and "
+                                                                                   "administrative expenses") == 1.0
+    assert label_match("gross", "Gross") == 1.0  # "-ss" is not a plural

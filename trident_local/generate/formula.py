@@ -55,6 +55,7 @@ _UNIT_FACTOR = re.compile(r"0\.0*1|10{3,}")  # a change of unit in a computation
 _CAPEX = ("capital expenditures", "capital spending", "purchases of property and equipment",
           "purchases of property plant and equipment", "payments for property and equipment",
           "additions to property and equipment", "capital expenditure")
+_RECEIVABLES = ("accounts receivable", "receivables", "trade accounts receivable", "trade receivables")
 _INVENTORY = ("inventories", "merchandise inventories", "inventory")
 # Common names of line items that filings label differently (the label words themselves also match).
 SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -75,6 +76,12 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "capex": _CAPEX,
     "capital expenditure": _CAPEX,
     "capital expenditures": _CAPEX,
+    "ar": _RECEIVABLES,
+    "net ar": _RECEIVABLES,
+    "ap": ("accounts payable", "trade accounts payable", "trade payables"),
+    "d&a": ("depreciation and amortization", "depreciation amortization", "depreciation depletion and amortization"),
+    "sg&a": ("selling general and administrative", "selling general and administrative expenses"),
+    "eps": ("earnings per share", "net income per share"),
     "cash dividends": ("dividends paid", "cash dividends paid", "dividends paid to shareholders",
                        "dividends paid to common shareholders", "payments of dividends"),
 }
@@ -166,7 +173,16 @@ def label_words(text: str) -> set[str]:
     """A row label's words. Not :func:`trident_local.text.terms`: its stop words drop "total" and
     "other", which are what tell "Total current assets" from "Other current assets"."""
     text = re.sub(r"\([^)]*\)", " ", text)  # "(Note 6)", "(in millions)"
-    return {w for w in re.findall(r"[a-z&]+", text.lower()) if w not in _LABEL_NOISE}
+    return {_singular(w) for w in re.findall(r"[a-z&]+", text.lower()) if w not in _LABEL_NOISE}
+
+
+def _singular(word: str) -> str:
+    """"inventories" and "inventory", "expenses" and "expense" name the same item ("-ss" and "-us" stay)."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
 
 
 def label_match(item: str, label: str) -> float:
@@ -432,7 +448,7 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) ->
         # the other pages that print the year and every word of one of the names: only those get a layout
         wanted = [label_words(n) for n in names]
         rest = [p.number for p in doc.pages if p.number not in near and str(year) in p.text
-                and any(ws and ws <= set(re.findall(r"[a-z&]+", p.text.lower())) for ws in wanted)]
+                and any(ws and ws <= label_words(p.text) for ws in wanted)]
         op = best_row(name, year, near) or best_row(name, year, rest)
         if op is not None and op.page not in used:
             used.append(op.page)
