@@ -13,7 +13,7 @@ from trident_local.generate.ask import ask
 from trident_local.index import Index
 from trident_local.regions import hit_regions, page_layout, question_regions, value_regions
 from trident_local.regions.attach import layout_of
-from trident_local.regions.locate import answer_regions, norm_number, numbers
+from trident_local.regions.locate import answer_regions, norm_number, numbers, passage_regions
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 HELIOS = SAMPLES / "helios_annual_report_2023.pdf"
@@ -53,6 +53,18 @@ def test_the_question_points_at_the_table_row_that_holds_its_words() -> None:
 def test_an_answer_whose_numbers_are_not_on_the_page_gets_no_region() -> None:
     assert answer_regions(page_layout(HELIOS, 2), "123.4", QUESTION) == []
     assert answer_regions(page_layout(HELIOS, 2), "95.2", QUESTION)[0].text == "95.2"
+
+
+def test_a_quoted_passage_is_the_lines_it_runs_over() -> None:
+    lay = page_layout(HELIOS, 1)
+    passage = ("Our largest project of the year, the Red Mesa farm in the Desert region, started commercial "
+               "operation on 14 June 2023.")
+    regs = answer_regions(lay, passage, "Which project started in June 2023?")
+    assert [r.text[:22] for r in regs] == ["Our largest project of", "on 14 June 2023. It pa"]
+    assert all(r.kind == "line" for r in regs)
+    # a short answer is a value or a name, located as before; a passage the page does not print has no lines
+    assert answer_regions(lay, "412", "How many megawatts were connected?")[0].text.startswith("Northland")
+    assert passage_regions(lay, "An unrelated passage about wind turbines in another country entirely.") == []
 
 
 def test_regions_come_from_the_index_and_an_older_index_reads_the_pdf(helios: Index, tmp_path: Path) -> None:

@@ -20,6 +20,10 @@ IDENTIFIER = re.compile(r"[^\s\d(),;:]*[A-Za-z][^\s(),;:]*\d[^\s(),;:]*|\d+[-–
 # (`trident eval grounding` before and after; docs/TRIDENT.md).
 TABLE_ROW_BOOST = 4.0
 HEADER_WEIGHT = 0.5
+PASSAGE_WORDS = 8  # an answer this long is a quoted passage, not a value
+PASSAGE_LINES = 6  # a passage is at most a few sentences (60 words)
+PASSAGE_CONTAINED = 0.9
+PASSAGE_EDGE = 4
 NEIGHBOUR_WEIGHT = 0.5
 
 
@@ -152,10 +156,44 @@ def locate_value(lay: PageLayout, value: str, question: str = "") -> tuple[list[
     return out, scores[row_i]
 
 
+def passage_regions(lay: PageLayout, passage: str, most: int = PASSAGE_LINES) -> list[Region]:
+    """The lines (or table rows) of the page that a quoted passage runs over, at most ``most``, in page
+    order: rows of at least three words nearly all of which (PASSAGE_CONTAINED) are the passage's, and
+    next to them the lines where it starts or ends mid-line (the line's last, or first, PASSAGE_EDGE
+    words are the passage's, in order); a passage within two lines is those two lines."""
+    said_words = re.findall(r"\w+", passage.lower())
+    said, flat = set(said_words), f" {' '.join(said_words)} "
+    words = [re.findall(r"\w+", r.text.lower()) for r in lay.rows]
+
+    def inside(i: int) -> bool:
+        w = words[i]
+        return len(w) >= 3 and sum(x in said for x in w) >= PASSAGE_CONTAINED * len(w)
+
+    def edge(i: int, last: bool) -> bool:  # the passage starts in line i (its last words) or ends there
+        w = words[i] if 0 <= i < len(words) else []
+        part = w[-PASSAGE_EDGE:] if last else w[:PASSAGE_EDGE]
+        return len(w) > PASSAGE_EDGE and f" {' '.join(part)} " in flat
+
+    core = [i for i in range(len(lay.rows)) if inside(i)]
+    if not core:
+        core = [i for i in range(len(lay.rows) - 1) if edge(i, True) and edge(i + 1, False)][:1]
+        core = core + [core[0] + 1] if core else []
+    picked = set(core)
+    for i in core:
+        if i - 1 not in picked and edge(i - 1, True):
+            picked.add(i - 1)
+        if i + 1 not in picked and edge(i + 1, False):
+            picked.add(i + 1)
+    return [row_region(lay, lay.rows[i]) for i in sorted(picked)[:most]]
+
+
 def answer_regions(lay: PageLayout, answer: str, question: str, n: int = 2) -> list[Region]:
-    """Regions that carry ``answer`` on this page: the cells of the numbers it states (each with its
-    headers; none where the page lacks them), else the rows sharing most of its words (the
-    question's words break ties)."""
+    """Regions that carry ``answer`` on this page: for a quoted passage (an answer of PASSAGE_WORDS
+    words or more: the no-model answer to an open question), the lines it runs over; else the cells
+    of the numbers it states (each with its headers; none where the page lacks them), else the rows
+    sharing most of its words (the question's words break ties)."""
+    if len(answer.split()) >= PASSAGE_WORDS and (lines := passage_regions(lay, answer)):
+        return lines
     out: list[Region] = []
     stated = numbers(answer)[:3]
     for num in stated:
