@@ -55,6 +55,14 @@ def test_an_answer_whose_numbers_are_not_on_the_page_gets_no_region() -> None:
     assert answer_regions(page_layout(HELIOS, 2), "95.2", QUESTION)[0].text == "95.2"
 
 
+def test_a_question_that_asks_for_a_number_points_first_at_a_line_that_prints_one() -> None:
+    regs = question_regions(page_layout(HELIOS, 1), "How many megawatts did the Red Mesa battery store?",
+                            numbers_first=True)
+    # "Maria Okafor said the battery lets Red Mesa deliver power" shares more words, and holds no number
+    assert regs[0].text.startswith("on 14 June 2023. It pairs 180 megawatts")
+    assert regs[1].text.startswith("Maria Okafor")
+
+
 def test_a_quoted_passage_is_the_lines_it_runs_over() -> None:
     lay = page_layout(HELIOS, 1)
     passage = ("Our largest project of the year, the Red Mesa farm in the Desert region, started commercial "

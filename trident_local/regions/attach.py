@@ -41,7 +41,7 @@ def hit_regions(index: Index, question: str, hit: Hit, rank: int = 0) -> list[Re
     """The rows or lines of the hit's page that best match the question: ROWS_BY_RANK[rank] of them
     (``rank``: the hit's 0-based place in the ranking)."""
     n = ROWS_BY_RANK[min(rank, len(ROWS_BY_RANK) - 1)]
-    return question_regions(layout_of(index, hit.doc_id, hit.page), question, n)
+    return question_regions(layout_of(index, hit.doc_id, hit.page), question, n, numbers_first=True)
 
 
 def citation_regions(index: Index, question: str, answer: str, citations: Sequence[Any]) -> list[Any]:
