@@ -440,10 +440,12 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) ->
         return best
 
     used: list[int] = []  # pages operands were read from: a metric's items come from the same statements
+    # the default pool where the index has it; an index built with BM25 alone is searched with BM25
+    pool = "fused" if "dense" in index.store.config.pools else "bm25"
 
     def lookup(name: str, year: int) -> Operand | None:
         names = [name, *SYNONYMS.get(name.lower(), ())]
-        found = index.search(" ".join(names[:3]) + f" {year}", doc=[doc_id], k=k)
+        found = index.search(" ".join(names[:3]) + f" {year}", pool=pool, doc=[doc_id], k=k)
         near = list(dict.fromkeys([*used, *pages, *(h.page for h in found)]))
         # the other pages that print the year and every word of one of the names: only those get a layout
         wanted = [label_words(n) for n in names]
