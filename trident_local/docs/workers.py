@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import gc
 import multiprocessing
 import os
 import signal
@@ -62,7 +63,14 @@ def _watch_parent(parent: int) -> None:
 
 
 def start_worker(parent: int, close_fds: Sequence[int]) -> None:
-    """Worker initializer: drop the inherited ``close_fds``, exit as soon as ``parent`` is gone."""
+    """Worker initializer: keep the inherited heap out of the garbage collector, drop the inherited
+    ``close_fds``, exit as soon as ``parent`` is gone.
+
+    A forked worker inherits the parent's objects, among them native ones whose threads it does not
+    inherit (the OpenVINO embedder's compiled model): a collection that destroyed one would wait
+    forever for its threads (seen: a parse worker hung in ``CPUStreamsExecutor``'s destructor).
+    ``gc.freeze()`` moves everything inherited to the permanent generation; the worker never uses it."""
+    gc.freeze()
     for fd in close_fds:
         with contextlib.suppress(OSError):
             os.close(fd)
