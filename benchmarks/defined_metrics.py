@@ -14,7 +14,8 @@ line item of one fiscal year ("what is the year end FY2019 total amount of inven
 precision the question asks for (half a unit of its last decimal) or 1% of the gold value, whichever
 is larger; the gold answers' "$", "%" and thousands separators are ignored. Also reported: the
 answer's region hit on the grounding labels of those questions (`trident eval grounding`: a returned
-region holds a gold box's centre or lies in a gold line-item row). The FinanceBench questions were
+region holds a gold box's centre or lies in a gold line-item row), and the answer stage's time, beside
+the same questions' with the tables path switched off (alternated, same process). The FinanceBench questions were
 read while the module was built: these are development figures, not held-out ones.
 """
 
@@ -51,10 +52,31 @@ def right(gold: str, text: str) -> bool:
     return abs(g - p) <= max(0.5 * 10 ** -places, 0.01 * abs(g)) + 1e-9
 
 
+def _timed_pair(run, module, i: int):
+    """``run()`` as it is and with the tables path switched off (the evidence path alone), in alternating
+    order (the first of a pair lays out the pages both read): the result as it is, and the answer stage's
+    seconds without the tables path."""
+    real = module.defined_metric
+
+    def plain() -> float:
+        module.defined_metric = lambda *a, **k: None
+        try:
+            return run().timings["answer"]
+        finally:
+            module.defined_metric = real
+
+    if i % 2:
+        res = run()
+        return res, plain()
+    plain_s = plain()
+    return run(), plain_s
+
+
 def score(index_dir: str, dataset: Path, kind: str) -> dict:
     """``kind``: "defined" (a defined or standard metric) or "item" (one line item)."""
     from trident_local.evaluate.grounding import gold_boxes, score_regions
     from trident_local.evaluate.mmlongbench import load_samples, resolve_records
+    from trident_local.generate import evidence_answer
     from trident_local.generate.ask import ask
     from trident_local.generate.formula import computes
     from trident_local.generate.line_item import item_question
@@ -68,11 +90,13 @@ def score(index_dir: str, dataset: Path, kind: str) -> dict:
         defined = computes(rec.question)
         if defined != (kind == "defined") or (kind == "item" and item_question(rec.question) is None):
             continue
-        res = ask(index, Query(rec.question, min_confidence=0.0), doc=[rec.doc_id])
+        res, plain_s = _timed_pair(lambda q=rec.question, d=rec.doc_id: ask(index, Query(q, min_confidence=0.0),
+                                                                            doc=[d]), evidence_answer, len(rows))
         a = res.answer
         computed = ("computed from" in a.gate) if defined else ("line item" in a.gate)
         row = {"qid": rec.qid, "gold": rec.answer, "answer": a.candidate or a.text, "computed": computed,
-               "right": computed and right(rec.answer, a.candidate or a.text)}
+               "right": computed and right(rec.answer, a.candidate or a.text),
+               "answer_s": res.timings["answer"], "evidence_path_s": plain_s}
         gold = gold_boxes(index, rec) if rec.evidence_pages else []
         if gold:
             def area(page: int, _doc=rec.doc_id) -> float:
@@ -82,7 +106,10 @@ def score(index_dir: str, dataset: Path, kind: str) -> dict:
             row["answer_hit"] = score_regions([r for c in a.citations for r in c.regions], gold, area)["hit"]
         rows.append(row)
     labelled = [r for r in rows if "answer_hit" in r]
+    n = max(1, len(rows))
     return {"questions": len(rows), "computed": sum(r["computed"] for r in rows),
+            "answer_ms": 1000 * sum(r["answer_s"] for r in rows) / n,
+            "evidence_path_ms": 1000 * sum(r["evidence_path_s"] for r in rows) / n,
             "right": sum(r["right"] for r in rows), "labelled": len(labelled),
             "answer_hit": sum(r["answer_hit"] for r in labelled) / len(labelled) if labelled else None,
             "rows": rows}
@@ -100,9 +127,11 @@ def main() -> None:
     figures = {f"{name}, {label}": score(index, dataset, kind) for name, (index, dataset) in sets.items()
                for kind, label in (("defined", "defined or standard metric"), ("item", "one line item"))}
     figures["seconds"] = round(time.perf_counter() - t0, 1)
-    columns = ["set, question", "questions", "answered from the tables", "right", "answer hit (labelled)"]
+    columns = ["set, question", "questions", "answered from the tables", "right", "answer hit (labelled)",
+               "answer stage ms (evidence path alone)"]
     rows = [[name, str(f["questions"]), str(f["computed"]), str(f["right"]),
-             "-" if f["answer_hit"] is None else f"{f['answer_hit']:.3f} ({f['labelled']})"]
+             "-" if f["answer_hit"] is None else f"{f['answer_hit']:.3f} ({f['labelled']})",
+             f"{f['answer_ms']:.0f} ({f['evidence_path_ms']:.0f})" if f["questions"] else "-"]
             for name, f in figures.items() if name != "seconds"]
     title = "Defined metrics and one-item questions, no chat model, default pool, --min-confidence 0"
     print(title)
