@@ -11,7 +11,7 @@ import pytest
 from trident_local.evaluate.grounding import GoldBox, iou, occurrences, score_regions
 from trident_local.generate.ask import ask
 from trident_local.index import Index
-from trident_local.regions import hit_regions, page_layout, question_regions, value_regions
+from trident_local.regions import page_layout, question_regions, search_regions, value_regions
 from trident_local.regions.attach import layout_of
 from trident_local.regions.locate import answer_regions, norm_number, numbers, passage_regions
 
@@ -102,8 +102,9 @@ def test_ask_cites_the_cell_and_search_hits_carry_rows(helios: Index) -> None:
     assert res.answer.located == "95.2 million dollars: Coastal, 2023, Table 1, p. 2"
     assert all(len(r["bbox"]) == 4 and r["page"] == p for p, regs in cited.items() for r in regs)
     assert "regions" in res.timings
-    hit = next(h for h in helios.search(QUESTION, k=5) if h.page == 2)
-    assert any("95.2" in r.text for r in hit_regions(helios, QUESTION, hit))
+    hits = helios.search(QUESTION, k=5)
+    regions = dict(zip([h.page for h in hits], search_regions(helios, QUESTION, hits), strict=True))
+    assert any("95.2" in r.text for r in regions[2])
 
 
 def test_a_located_answer_names_its_unit_and_place_but_no_unit_for_a_share() -> None:
@@ -164,3 +165,20 @@ def test_a_computed_answer_is_labelled_by_the_rows_of_the_line_items_it_reads() 
     assert score_regions([cell], gold, lambda p: lay.area)["hit"] == 1.0  # a cell of the row points at it
     other = value_regions(lay, "156.9")[0].to_dict()
     assert score_regions([other], gold, lambda p: lay.area)["hit"] == 0.0
+
+
+def test_search_hits_share_their_rows_by_score_and_each_page_keeps_its_best(helios: Index) -> None:
+    from trident_local.regions import attach
+
+    hits = helios.search(QUESTION, k=3)
+    per_page = search_regions(helios, QUESTION, hits)
+    assert len(per_page) == len(hits)
+    budget = max(attach.MIN_ROWS, attach.ROWS_PER_HIT * len(hits))
+    assert sum(map(len, per_page)) <= budget
+    for h, regions in zip(hits, per_page, strict=True):
+        lay = layout_of(helios, h.doc_id, h.page)
+        alone = question_regions(lay, QUESTION, 1, numbers_first=True)
+        assert regions[:1] == alone  # every page that matches at all shows its best row first
+    # one hit alone has the whole minimum budget for its page
+    alone = search_regions(helios, QUESTION, hits[:1])[0]
+    assert len(alone) >= len(per_page[0]) and alone[:len(per_page[0])] == per_page[0]

@@ -166,7 +166,7 @@ def search(
     """Ranked evidence pages for a question, each with the rows or lines on it that best match the
     question (``regions``: boxes in PDF points), and no answer generation."""
     from trident_local.index import Index
-    from trident_local.regions import hit_regions
+    from trident_local.regions import search_regions
 
     idx = Index.open(index_dir)
     hits = idx.search(question, pool=pool, doc=doc or None, k=k)
@@ -174,11 +174,10 @@ def search(
     for col in ("#", "document", "page", "score", "section", "best region"):
         table.add_column(col, overflow="fold")
     out = []
-    for i, h in enumerate(hits, 1):
+    for i, (h, regions) in enumerate(zip(hits, search_regions(idx, question, hits), strict=True), 1):
         d = idx.store.document(h.doc_id)
         page = d.page(h.page)
         snippet = " ".join(page.text.split())[:160]
-        regions = hit_regions(idx, question, h, rank=i - 1)
         shown = regions[0].text[:160] if regions else snippet
         table.add_row(str(i), d.file_name, str(h.page), f"{h.score:.3f}", page.section[:40], shown)
         out.append(

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trident_local.evaluate.mmlongbench import QARecord
-from trident_local.regions.attach import hit_regions, layout_of
+from trident_local.regions.attach import layout_of, search_regions
 from trident_local.regions.layout import BBox, PageLayout
 from trident_local.regions.locate import numbers
 
@@ -162,7 +162,7 @@ def run_grounding(
             return p.width * p.height
 
         hits = index.search(rec.question, pool=pool, doc=[rec.doc_id], k=k)
-        regs = [r.to_dict() for i, h in enumerate(hits) for r in hit_regions(index, rec.question, h, rank=i)]
+        regs = [r.to_dict() for page in search_regions(index, rec.question, hits) for r in page]
         row.search = score_regions(regs, gold, area)
         if answers:
             res = ask(index, Query(rec.question, min_confidence=min_confidence), AskOptions(pool=pool),

@@ -109,12 +109,19 @@ def question_regions(lay: PageLayout, question: str, n: int = 3, *, numbers_firs
     NO_NUMBER_WEIGHT (a search hit's rows; an answer's words are located as they are)."""
     if not lay.rows:
         return []
+    scores = question_row_scores(lay, question, numbers_first=numbers_first)
+    best = sorted(range(len(lay.rows)), key=lambda i: -scores[i])[:n]
+    return [row_region(lay, lay.rows[i]) for i in best if scores[i] > 0]
+
+
+def question_row_scores(lay: PageLayout, question: str, *, numbers_first: bool = False) -> list[float]:
+    """:func:`row_scores` as :func:`question_regions` ranks rows (``numbers_first``: a row without a digit
+    counts at NO_NUMBER_WEIGHT for a question that asks for a number)."""
     scores = row_scores(lay, question)
     if numbers_first and answer_type(question) == "numeric":
         scores = [s if any(ch.isdigit() for ch in r.text) else s * NO_NUMBER_WEIGHT
                   for s, r in zip(scores, lay.rows, strict=True)]
-    best = sorted(range(len(lay.rows)), key=lambda i: -scores[i])[:n]
-    return [row_region(lay, lay.rows[i]) for i in best if scores[i] > 0]
+    return scores
 
 
 def _column_header(lay: PageLayout, row_i: int, cell: Cell) -> Cell | None:

@@ -305,10 +305,11 @@ class Engine:
     def search(self, name: str, question: str, *, docs: list[str] | None, pool: str, k: int) -> list[dict]:
         with self.reading(name) as idx:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
-            from trident_local.regions import hit_regions
+            from trident_local.regions import search_regions
 
-            return [{**asdict(h), "regions": [r.to_dict() for r in hit_regions(idx, question, h, rank=i)]}
-                    for i, h in enumerate(idx.search(question, pool=pool, doc=doc_ids, k=k))]
+            hits = idx.search(question, pool=pool, doc=doc_ids, k=k)
+            return [{**asdict(h), "regions": [r.to_dict() for r in regions]}
+                    for h, regions in zip(hits, search_regions(idx, question, hits), strict=True)]
 
     def ask(self, name: str, question: str, options: AskOptions, *, docs: list[str] | None,
             min_confidence: float | None = None) -> dict[str, Any]:
