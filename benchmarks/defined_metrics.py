@@ -15,7 +15,9 @@ precision the question asks for (half a unit of its last decimal) or 1% of the g
 is larger; the gold answers' "$", "%" and thousands separators are ignored. Also reported: the
 answer's region hit on the grounding labels of those questions (`trident eval grounding`: a returned
 region holds a gold box's centre or lies in a gold line-item row), and the answer stage's time, beside
-the same questions' with the tables path switched off (alternated, same process). The FinanceBench questions were
+the same questions' with the tables path switched off (alternated, same process); and the same for
+`trident search` (K = 5): its region hit@5 and time with the line items' pages ranked first
+(``trident_local/generate/statement_search.py``) and with the pool's ranking alone. The FinanceBench questions were
 read while the module was built: these are development figures, not held-out ones.
 """
 
@@ -72,6 +74,29 @@ def _timed_pair(run, module, i: int):
     return run(), plain_s
 
 
+def _timed_search(index, question: str, doc_id: str, i: int):
+    """`trident search` (K = 5) for ``question`` as it is and with the line-item pages switched off (the
+    pool's ranking alone), alternated: each one's regions and seconds."""
+    from trident_local.generate import statement_search
+
+    real = statement_search.defined_metric
+
+    def one(on: bool):
+        statement_search.defined_metric = real if on else (lambda *a, **k: None)
+        try:
+            t0 = time.perf_counter()
+            found = statement_search.search_pages(index, question, doc=[doc_id], k=5)
+            return [r for f in found for r in f.regions], time.perf_counter() - t0
+        finally:
+            statement_search.defined_metric = real
+
+    if i % 2:
+        with_items = one(True)
+        return with_items, one(False)
+    pool_alone = one(False)
+    return one(True), pool_alone
+
+
 def score(index_dir: str, dataset: Path, kind: str) -> dict:
     """``kind``: "defined" (a defined or standard metric) or "item" (one line item)."""
     from trident_local.evaluate.grounding import gold_boxes, score_regions
@@ -104,6 +129,11 @@ def score(index_dir: str, dataset: Path, kind: str) -> dict:
                 return p.width * p.height
 
             row["answer_hit"] = score_regions([r for c in a.citations for r in c.regions], gold, area)["hit"]
+        (regions, row["search_s"]), (plain_regions, row["pool_search_s"]) = _timed_search(
+            index, rec.question, rec.doc_id, len(rows))
+        if gold:
+            row["search_hit"] = score_regions(regions, gold, area)["hit"]
+            row["pool_search_hit"] = score_regions(plain_regions, gold, area)["hit"]
         rows.append(row)
     labelled = [r for r in rows if "answer_hit" in r]
     n = max(1, len(rows))
@@ -112,6 +142,10 @@ def score(index_dir: str, dataset: Path, kind: str) -> dict:
             "evidence_path_ms": 1000 * sum(r["evidence_path_s"] for r in rows) / n,
             "right": sum(r["right"] for r in rows), "labelled": len(labelled),
             "answer_hit": sum(r["answer_hit"] for r in labelled) / len(labelled) if labelled else None,
+            "search_ms": 1000 * sum(r["search_s"] for r in rows) / n,
+            "pool_search_ms": 1000 * sum(r["pool_search_s"] for r in rows) / n,
+            "search_hit": sum(r["search_hit"] for r in labelled) / len(labelled) if labelled else None,
+            "pool_search_hit": sum(r["pool_search_hit"] for r in labelled) / len(labelled) if labelled else None,
             "rows": rows}
 
 
@@ -128,10 +162,12 @@ def main() -> None:
                for kind, label in (("defined", "defined or standard metric"), ("item", "one line item"))}
     figures["seconds"] = round(time.perf_counter() - t0, 1)
     columns = ["set, question", "questions", "answered from the tables", "right", "answer hit (labelled)",
-               "answer stage ms (evidence path alone)"]
+               "answer stage ms (evidence path alone)", "search hit@5 (pool alone)", "search ms (pool alone)"]
     rows = [[name, str(f["questions"]), str(f["computed"]), str(f["right"]),
              "-" if f["answer_hit"] is None else f"{f['answer_hit']:.3f} ({f['labelled']})",
-             f"{f['answer_ms']:.0f} ({f['evidence_path_ms']:.0f})" if f["questions"] else "-"]
+             f"{f['answer_ms']:.0f} ({f['evidence_path_ms']:.0f})" if f["questions"] else "-",
+             "-" if f["search_hit"] is None else f"{f['search_hit']:.3f} ({f['pool_search_hit']:.3f})",
+             f"{f['search_ms']:.0f} ({f['pool_search_ms']:.0f})" if f["questions"] else "-"]
             for name, f in figures.items() if name != "seconds"]
     title = "Defined metrics and one-item questions, no chat model, default pool, --min-confidence 0"
     print(title)

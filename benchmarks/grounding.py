@@ -90,8 +90,9 @@ def main() -> None:
         "notes": "A hit: a returned region no bigger than an eighth of the page that holds a gold box's centre "
                  "(or lies in a gold line-item row). The row-ranking weights were chosen on the MMLongBench-Doc "
                  "calib half and the FinanceBench labels; the test half was scored after. FinanceBench answers to "
-                 "questions that define their metric are computed by generate/formula.py, built while reading "
-                 "those questions: its answer figures are development figures."}, args=args)
+                 "questions that name line items are computed by generate/formula.py (built while reading "
+                 "those questions), and their search hits rank those items' pages first: FinanceBench figures "
+                 "are development figures."}, args=args)
 
 
 if __name__ == "__main__":

@@ -164,21 +164,24 @@ def search(
     json_out: str = json_option("the hits"),
 ) -> None:
     """Ranked evidence pages for a question, each with the rows or lines on it that best match the
-    question (``regions``: boxes in PDF points), and no answer generation."""
+    question (``regions``: boxes in PDF points), and no answer generation. A question that names
+    financial line items (a metric it defines, a standard one, one item) gets the pages those items are
+    read from first, their rows as the first regions (``found_by``: line-items)."""
+    from trident_local.generate.statement_search import search_pages
     from trident_local.index import Index
-    from trident_local.regions import search_regions
 
     idx = Index.open(index_dir)
-    hits = idx.search(question, pool=pool, doc=doc or None, k=k)
+    found = search_pages(idx, question, pool=pool, doc=doc or None, k=k)
     table = Table(title=f"{pool}: {question}")
     for col in ("#", "document", "page", "score", "section", "best region"):
         table.add_column(col, overflow="fold")
     out = []
-    for i, (h, regions) in enumerate(zip(hits, search_regions(idx, question, hits), strict=True), 1):
+    for i, f in enumerate(found, 1):
+        h, regions = f.hit, f.regions
         d = idx.store.document(h.doc_id)
         page = d.page(h.page)
         snippet = " ".join(page.text.split())[:160]
-        shown = regions[0].text[:160] if regions else snippet
+        shown = regions[0]["text"][:160] if regions else snippet
         table.add_row(str(i), d.file_name, str(h.page), f"{h.score:.3f}", page.section[:40], shown)
         out.append(
             {
@@ -186,9 +189,10 @@ def search(
                 "file": d.file_name,
                 "page": h.page,
                 "score": h.score,
+                "found_by": h.pool,
                 "section": page.section,
                 "snippet": snippet,
-                "regions": [r.to_dict() for r in regions],
+                "regions": regions,
             }
         )
     human_console(json_out).print(table)

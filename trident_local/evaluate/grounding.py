@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trident_local.evaluate.mmlongbench import QARecord
-from trident_local.regions.attach import layout_of, search_regions
+from trident_local.generate.statement_search import search_pages
+from trident_local.regions.attach import layout_of
 from trident_local.regions.layout import BBox, PageLayout
 from trident_local.regions.locate import numbers
 
@@ -161,8 +162,7 @@ def run_grounding(
             p = index.store.document(_doc).page(page)
             return p.width * p.height
 
-        hits = index.search(rec.question, pool=pool, doc=[rec.doc_id], k=k)
-        regs = [r.to_dict() for page in search_regions(index, rec.question, hits) for r in page]
+        regs = [r for found in search_pages(index, rec.question, pool=pool, doc=[rec.doc_id], k=k) for r in found.regions]
         row.search = score_regions(regs, gold, area)
         if answers:
             res = ask(index, Query(rec.question, min_confidence=min_confidence), AskOptions(pool=pool),

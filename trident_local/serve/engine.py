@@ -305,11 +305,10 @@ class Engine:
     def search(self, name: str, question: str, *, docs: list[str] | None, pool: str, k: int) -> list[dict]:
         with self.reading(name) as idx:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
-            from trident_local.regions import search_regions
+            from trident_local.generate.statement_search import search_pages
 
-            hits = idx.search(question, pool=pool, doc=doc_ids, k=k)
-            return [{**asdict(h), "regions": [r.to_dict() for r in regions]}
-                    for h, regions in zip(hits, search_regions(idx, question, hits), strict=True)]
+            return [{**asdict(found.hit), "regions": found.regions}
+                    for found in search_pages(idx, question, pool=pool, doc=doc_ids, k=k)]
 
     def ask(self, name: str, question: str, options: AskOptions, *, docs: list[str] | None,
             min_confidence: float | None = None) -> dict[str, Any]:
