@@ -182,3 +182,19 @@ def test_search_hits_share_their_rows_by_score_and_each_page_keeps_its_best(heli
     # one hit alone has the whole minimum budget for its page
     alone = search_regions(helios, QUESTION, hits[:1])[0]
     assert len(alone) >= len(per_page[0]) and alone[:len(per_page[0])] == per_page[0]
+
+
+def test_a_row_that_prints_only_the_questions_own_numbers_does_not_count_as_printing_one() -> None:
+    from trident_local.regions.layout import Cell, PageLayout, Row
+
+    def row(y: float, text: str) -> Row:
+        return Row([Cell((40.0, y, 400.0, y + 10), text)])
+
+    heading = row(100, "Time spent with family and friends in 2010")
+    value = row(140, "Time spent with family and friends 21%")
+    lay = PageLayout(1, 600.0, 800.0, [heading, row(120, "unrelated words here"), value])
+    question = "How much time was spent with family and friends in 2010?"
+    first = question_regions(lay, question, 1, numbers_first=True)
+    assert [r.text for r in first] == ["Time spent with family and friends 21%"]
+    # without numbers_first the heading, which holds every word of the question, wins
+    assert question_regions(lay, question, 1)[0].text.startswith("Time spent")
