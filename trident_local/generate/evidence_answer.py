@@ -51,6 +51,7 @@ from trident_local.generate.spans import (
     nearest_span,
     scale_words,
 )
+from trident_local.generate.statements import named_statements, statement_pages
 from trident_local.generate.tables import CellMatch, Table, best_cell, page_tables
 from trident_local.models.protocols import TextEmbedder
 from trident_local.retrieve.base import Hit
@@ -344,14 +345,17 @@ class EvidenceFirstAnswer:
 
 def defined_metric(index: Index, question: str, hits: Sequence[Hit]) -> FormulaAnswer | None:
     """The metric the question defines (:mod:`.formula`), or the one line item it asks for
-    (:mod:`.line_item`), read from the top hit's document."""
+    (:mod:`.line_item`), read from the top hit's document: from the statements the question names
+    first (:mod:`.statements`), where they hold the items."""
     if not hits:
         return None
     defined = computes(question)
     if not defined and item_question(question) is None:
         return None
     doc_id = hits[0].doc_id
-    lookup = index_lookup(index, doc_id, [h.page for h in hits if h.doc_id == doc_id])
+    kinds = named_statements(question)
+    prefer = statement_pages(((p.number, p.text) for p in index.store.document(doc_id).pages), kinds) if kinds else []
+    lookup = index_lookup(index, doc_id, [h.page for h in hits if h.doc_id == doc_id], prefer=prefer)
     return evaluate(question, lookup) if defined else evaluate_item(question, lookup)
 
 

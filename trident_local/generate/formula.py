@@ -410,11 +410,12 @@ def computes(question: str) -> bool:
     return bool(definitions(question)) or metric_form(question) is not None
 
 
-def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) -> Lookup:
-    """Line items of one document: the rows of ``pages`` (the question's hits, best first) and of the
-    pages a search for the item's names finds, else of the other pages that print the year and the words
-    of one of its names, in order; the best-matching label wins, the earlier page on a tie. A value is
-    scaled to millions by its page's "(in thousands)"."""
+def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5, prefer: Sequence[int] = ()) -> Lookup:
+    """Line items of one document: the rows of ``prefer`` (the statements the question names, see
+    :mod:`.statements`) where one of them holds the item, else of ``pages`` (the question's hits, best
+    first) and of the pages a search for the item's names finds, else of the other pages that print the
+    year and the words of one of its names, in order; the best-matching label wins, the earlier page on a
+    tie. A value is scaled to millions by its page's "(in thousands)"."""
     from trident_local.regions.attach import layout_of
 
     doc = index.store.document(doc_id)
@@ -451,7 +452,7 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5) ->
         wanted = [label_words(n) for n in names]
         rest = [p.number for p in doc.pages if p.number not in near and str(year) in p.text
                 and any(ws and ws <= label_words(p.text) for ws in wanted)]
-        op = best_row(name, year, near) or best_row(name, year, rest)
+        op = best_row(name, year, prefer) or best_row(name, year, near) or best_row(name, year, rest)
         if op is not None and op.page not in used:
             used.append(op.page)
         return op
