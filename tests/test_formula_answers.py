@@ -78,6 +78,11 @@ def test_row_labels_name_line_items_by_every_word_or_a_common_name() -> None:
     assert label_match("COGS", "Total net sales") == 0.0 and label_match("COGS", "Other costs - COGS") < 0.5
     assert label_match("net income", "Reinvested earnings") == 0.0
     assert label_match("PP&E", "Property and equipment, net") > label_match("PP&E", "Total property and equipment")
+    # a qualifier after a comma is not part of the item's name; words before it are
+    assert label_match("capex", "Capital expenditures, net of construction payable") == 1.0
+    assert label_match("capex", "Reportable segment capital expenditures") < 1.0
+    assert label_match("accounts receivable", "Accounts receivable, less allowances of $12") == 1.0
+    assert label_match("total debt", "Total long-term debt, net") < 1.0
 
 
 def _cell(x0: float, x1: float, y: float, text: str) -> Cell:

@@ -90,6 +90,8 @@ _PAID = re.compile(r"\b(?:capex|capital expenditures?|capital spending|dividends
                    re.I)
 _LABEL_NOISE = {"and", "of", "the", "a", "an", "in", "for", "to", "note", "notes"}
 MIN_LABEL_MATCH = 0.5  # share of a row label's words that name the item, to read that row
+# a row label's qualifier: ", net", ", net of allowances", ", less accumulated depreciation", ", excluding ..."
+_LABEL_QUALIFIER = re.compile(r",\s*(?:net|less|excluding|including)\b.*$", re.I)
 MAX_DEPTH = 4  # names defined through other names
 
 
@@ -188,15 +190,22 @@ def _singular(word: str) -> str:
 def label_match(item: str, label: str) -> float:
     """How well a row label names ``item`` (or a common name for it): 0 unless the label holds every word
     of the name ("Other current assets" does not name total current assets), else the share of the
-    label's words that are the name's (a shorter label is a closer name)."""
-    lw = label_words(label)
-    if not lw or (label.lower().lstrip().startswith("other") and "other" not in item.lower()):
+    label's words that are the name's (a shorter label is a closer name). A qualifier after a comma
+    ("Capital expenditures, net of construction payable", "Accounts receivable, net") is not part of
+    the name: the share is of the words before it."""
+    if label.lower().lstrip().startswith("other") and "other" not in item.lower():
         return 0.0  # "Other long-term debt" is by its name not the long-term debt
+    named = _LABEL_QUALIFIER.sub("", label)
+    lw, short = label_words(label), label_words(named)
+    if not lw:
+        return 0.0
     best = 0.0
     for name in (item, *SYNONYMS.get(item.lower(), ())):
         iw = label_words(name)
         if iw and iw <= lw:
             best = max(best, len(iw) / len(lw))
+        if iw and short and iw <= short:
+            best = max(best, len(iw) / len(short))
     return best
 
 
