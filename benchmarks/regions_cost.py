@@ -1,5 +1,6 @@
 """What regions cost: per no-model ask, per page layout (from the index's line boxes vs the source PDF),
-and in the index (the line boxes stored with each text block).
+per search (its rows ranked by their embeddings as well as their words), and in the index (the line
+boxes stored with each text block).
 
     .venv/bin/python benchmarks/regions_cost.py --index /work/idx/fb \\
         --dataset ../shared/data/financebench-dev/dataset.json
@@ -10,7 +11,8 @@ For each of the first --questions answerable questions (inside its own document,
 default pool and rerank, ``--min-confidence 0`` so every answer is located) it records the ask's
 ``regions`` timing and its share of the whole ask. For every page those answers cite it then times
 the page's layout built from the stored line boxes and from the source PDF's words (cache cleared,
-alternated, same process), and, for the documents involved, the size of document.json and the time
+alternated, same process); it times `trident search` (K = 5) for each question with its rows ranked by
+words alone and by their embeddings too (row vectors not cached, and cached: rotating order), and, for the documents involved, the size of document.json and the time
 to load it with and without the line boxes. The index must have been built with line boxes (any
 index built since they were stored); one without them reads the PDF in both columns.
 
@@ -39,6 +41,34 @@ from _results import write_result  # noqa: E402
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
+
+
+def _search_cost(index, recs) -> dict[str, list[float]]:
+    """`trident search` (K = 5) per question, its rows ranked by words alone, and also by the rows' embeddings
+    with the row vectors not cached (cold) and cached (warm), in rotating order."""
+    import functools
+
+    from trident_local.generate import statement_search
+    from trident_local.regions import attach
+
+    real = statement_search.search_regions
+    out: dict[str, list[float]] = {"words": [], "cold": [], "warm": []}
+    for i, r in enumerate(recs):
+        modes = ["words", "cold", "warm"]
+        for how in modes[i % 3:] + modes[:i % 3]:
+            if how == "cold":
+                attach.row_vectors.cache_clear()
+            elif how == "warm":  # the pages' rows embedded once beforehand
+                statement_search.search_pages(index, r.question, doc=[r.doc_id], k=5)
+            statement_search.search_regions = (functools.partial(real, by_embedding=False) if how == "words"
+                                               else real)
+            try:
+                t0 = time.perf_counter()
+                statement_search.search_pages(index, r.question, doc=[r.doc_id], k=5)
+                out[how].append(1000 * (time.perf_counter() - t0))
+            finally:
+                statement_search.search_regions = real
+    return out
 
 
 def main() -> None:
@@ -83,6 +113,7 @@ def main() -> None:
                 else:
                     page_layout(entry.path, page)
                     pdf_ms.append(1000 * (time.perf_counter() - t0))
+    search_ms = _search_cost(index, recs)
     sizes, loads = {"with": 0, "without": 0}, {"with": 0.0, "without": 0.0}
     for doc_id in sorted({d for d, _ in pages}):
         raw = (index.store.doc_dir(doc_id) / "document.json").read_text(encoding="utf-8")
@@ -106,6 +137,7 @@ def main() -> None:
         "document_json_bytes_with_lines": sizes["with"], "document_json_bytes_without": sizes["without"],
         "document_json_growth": sizes["with"] / max(1, sizes["without"]) - 1,
         "document_load_ratio": loads["with"] / max(1e-9, loads["without"]),
+        **{f"search_ms_{how}_median": statistics.median(ms) for how, ms in search_ms.items()},
     }
     rows = [
         ["regions per no-model ask, median / p90 (ms)", f"{figures['regions_ms_median']:.1f} / "
@@ -116,6 +148,9 @@ def main() -> None:
         ["PDF / index", f"{figures['layout_pdf_over_stored']:.1f}x"],
         ["document.json size with line boxes", f"{100 * figures['document_json_growth']:+.0f}%"],
         ["document load time with / without line boxes", f"{figures['document_load_ratio']:.2f}x"],
+        ["search (K = 5) with rows ranked by words alone, median (ms)", f"{figures['search_ms_words_median']:.1f}"],
+        ["... and by the rows' embeddings, pages not searched before", f"{figures['search_ms_cold_median']:.1f}"],
+        ["... and by the rows' embeddings, pages searched before", f"{figures['search_ms_warm_median']:.1f}"],
     ]
     title = (f"Regions' cost on {Path(args.index).name}: {len(recs)} no-model asks, {len(pages)} cited pages, "
              f"{figures['documents']} documents")

@@ -198,3 +198,27 @@ def test_a_row_that_prints_only_the_questions_own_numbers_does_not_count_as_prin
     assert [r.text for r in first] == ["Time spent with family and friends 21%"]
     # without numbers_first the heading, which holds every word of the question, wins
     assert question_regions(lay, question, 1)[0].text.startswith("Time spent")
+
+
+def test_a_search_hit_row_that_says_it_in_other_words_is_found_by_its_embedding(tmp_path: Path) -> None:
+    import pymupdf
+
+    lines = ["Annual report of the company", "The board met six times", "Revenue grew in every region",
+             "Our workforce numbered 1,914 people at the end of the year", "Offices opened in two cities",
+             "Dividends were paid twice", "The company was founded in 1990 and is based in Dubai"]
+    doc = pymupdf.open()
+    page = doc.new_page()
+    for i, line in enumerate(lines):
+        page.insert_text((40, 60 + 20 * i), line, fontsize=10)
+    doc.save(tmp_path / "report.pdf")
+    idx = Index.create(tmp_path / "index")
+    idx.add([tmp_path / "report.pdf"], workers=1)
+    question = "How many employees does the company have?"
+    hits = idx.search(question, k=1)
+    by_words = [r.text for r in search_regions(idx, question, hits, by_embedding=False)[0]]
+    assert not any("workforce" in t for t in by_words)  # it shares no word with the question
+    found = [r.text for r in search_regions(idx, question, hits)[0]]
+    assert "company" in found[0] and "company" in found[1]  # the words still count first
+    at = {t.split()[0]: i for i, t in enumerate(found)}
+    # the row that means what the question asks ranks above the others that share no word with it
+    assert at["Our"] < at["Revenue"] and at["Our"] < at["Offices"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from trident_local.generate.evidence_answer import defined_metric
+from trident_local.query import Query
 from trident_local.regions.attach import search_regions
 from trident_local.retrieve.base import Hit
 
@@ -38,7 +39,8 @@ def search_pages(index: Index, question: str, *, pool: str = "fused", doc: str |
                  k: int = 5) -> list[PageHit]:
     """The top ``k`` pages for ``question`` with their regions: the pages of the line items it names
     first (scored as the pool's best hit), then the pool's ranking."""
-    hits = index.search(question, pool=pool, doc=doc, k=k)
+    query = Query.of(question)  # the pool's query vector, reused to rank the rows
+    hits = index.search(query, pool=pool, doc=doc, k=k)
     if not hits:
         return []
     metric = defined_metric(index, question, hits)
@@ -50,7 +52,7 @@ def search_pages(index: Index, question: str, *, pool: str = "fused", doc: str |
     lead = [replace(h, score=max(h.score, hits[0].score)) for h in lead]
     ranked = (lead + [h for h in hits if h.key not in items])[:k]
     out = []
-    for h, rows in zip(ranked, search_regions(index, question, ranked), strict=True):
+    for h, rows in zip(ranked, search_regions(index, query, ranked), strict=True):
         regions: dict[tuple, dict] = {}  # by box: two operands share a row label, a row may be both
         for r in [*items.get(h.key, []), *(r.to_dict() for r in rows)]:
             regions.setdefault(tuple(r["bbox"]), r)

@@ -7,6 +7,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from trident_local.query import Query
 from trident_local.regions.describe import located_answer
 from trident_local.regions.layout import PageLayout, Region, page_layout
 from trident_local.regions.locate import (
@@ -19,6 +22,7 @@ from trident_local.regions.locate import (
 
 if TYPE_CHECKING:
     from trident_local.index import Index
+    from trident_local.models.protocols import TextEmbedder
     from trident_local.retrieve.base import Hit
     from trident_local.store.index_store import IndexStore
 
@@ -47,11 +51,33 @@ MIN_ROWS = 10
 PAGE_PRIOR = 0.7
 
 
-def search_regions(index: Index, question: str, hits: Sequence[Hit]) -> list[list[Region]]:
+@lru_cache(maxsize=256)
+def row_vectors(store: IndexStore, embedder: TextEmbedder, doc_id: str, page: int) -> np.ndarray:
+    """The embeddings of a page's rows (one per row of its layout; kept for the pages searched last: a
+    page's rows never change, and embedding them is most of a search's cost on a CPU)."""
+    rows = _layout(store, doc_id, page).rows
+    if not rows:
+        return np.zeros((0, 1), dtype=np.float32)
+    return np.asarray(embedder.encode([r.text for r in rows], kind="passage"), dtype=np.float32)
+
+
+def search_regions(index: Index, question: str | Query, hits: Sequence[Hit], *,
+                   by_embedding: bool = True) -> list[list[Region]]:
     """For each hit, in order, the rows or lines of its page that best match the question, best first
-    (see PAGE_PRIOR: the rows are shared among the hits' pages by score, the first pages favoured)."""
+    (see PAGE_PRIOR: the rows are shared among the hits' pages by score, the first pages favoured). On an
+    index with the dense pool the rows also score by their embedding cosine with the question (the
+    query's vector is reused when ``question`` is the :class:`Query` the pool searched with;
+    ``by_embedding`` False ranks by words alone)."""
+    query = Query.of(question)
     layouts = [layout_of(index, h.doc_id, h.page) for h in hits]
-    scores = [question_row_scores(lay, question, numbers_first=True) for lay in layouts]
+    sims: list[np.ndarray | None] = [None] * len(hits)
+    if by_embedding and "dense" in index.store.config.pools and hits:
+        embedder = index.models.embedder
+        qv = np.asarray(query.vector(embedder), dtype=np.float32).reshape(-1)
+        vecs = [row_vectors(index.store, embedder, h.doc_id, h.page) for h in hits]
+        sims = [v @ qv if len(v) else np.zeros(0, dtype=np.float32) for v in vecs]
+    scores = [question_row_scores(lay, query.text, numbers_first=True, similarity=sim)
+              for lay, sim in zip(layouts, sims, strict=True)]
     picked: list[set[int]] = [set() for _ in hits]
     rest: list[tuple[float, int, int]] = []
     for rank, page_scores in enumerate(scores):
