@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pymupdf
 from PIL import Image, ImageDraw
+
+if TYPE_CHECKING:
+    from trident_local.index import Index
 
 CSS = "h1{font-size:18pt;font-weight:bold} h2{font-size:13pt;font-weight:bold} td,th{border:1px solid black}"
 
@@ -103,4 +107,50 @@ def zero_page_pdf(path: Path) -> Path:
 
 def not_a_pdf(path: Path) -> Path:
     path.write_text("just some notes, not a PDF\n")
+    return path
+
+
+def statement_page(doc: pymupdf.Document, title: str, rows: list[tuple[str, str, str]], *,
+                   scale: str = "", years: tuple[str, str] = ("2019", "2018")) -> pymupdf.Page:
+    """A page of a filing's statement: its title (and unit line), a heading row of two years, and rows
+    of a label and a value under each year."""
+    page = doc.new_page()
+    page.insert_text((200, 60), title, fontsize=11)
+    if scale:
+        page.insert_text((200, 76), scale, fontsize=9)
+    page.insert_text((420, 100), years[0], fontsize=9)
+    page.insert_text((500, 100), years[1], fontsize=9)
+    for i, (label, a, b) in enumerate(rows):
+        y = 120 + 16 * i
+        page.insert_text((40, y), label, fontsize=9)
+        page.insert_text((410, y), a, fontsize=9)
+        page.insert_text((490, y), b, fontsize=9)
+    return page
+
+
+def indexed(root: Path, *pdfs: Path) -> Index:
+    """A new index under ``root`` holding ``pdfs``, answering without a chat model."""
+    from trident_local.index import Index
+
+    idx = Index.create(root / "index")
+    idx.add(list(pdfs), workers=1)
+    idx.models.use_profile("chat", "none")
+    return idx
+
+
+def acme_filing(path: Path, *, discussion: str = "", balance_scale: str = "(in millions)") -> Path:
+    """A small filing: an income statement (in millions) and a balance sheet (``balance_scale``; "(in
+    thousands)" prints its values in thousands), after a page of ``discussion`` where one is given."""
+    thousands = "thousands" in balance_scale
+    doc = pymupdf.open()
+    if discussion:
+        doc.new_page().insert_textbox(pymupdf.Rect(40, 60, 560, 400), discussion, fontsize=10)
+    statement_page(doc, "Acme Company Consolidated Statements of Income", [
+        ("Net sales", "24,977", "26,268"), ("Cost of products sold", "16,830", "17,347"),
+        ("Gross profit", "8,147", "8,921")], scale="(in millions)")
+    statement_page(doc, "Acme Company Consolidated Balance Sheets", [
+        (label, *(f"{v},000" if thousands else v for v in values)) for label, *values in (
+            ("Cash and cash equivalents", "2,279", "1,130"), ("Inventories", "2,721", "2,667"),
+            ("Total current assets", "7,000", "6,000"))], scale=balance_scale)
+    doc.save(path)
     return path

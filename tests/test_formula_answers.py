@@ -3,10 +3,8 @@ and the no-model ask that answers with the computation and cites the operand cel
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pymupdf
 import pytest
+from pdf_factory import acme_filing, indexed
 
 from trident_local.generate.ask import ask
 from trident_local.generate.formula import (
@@ -102,38 +100,10 @@ def test_the_year_column_is_read_from_the_heading_row_above() -> None:
     assert year_cell(lay, 1, 2019).text == "1,587"
 
 
-def _statements(path: Path) -> Path:
-    """A two-page filing: an income statement and a balance sheet, values in thousands on the second."""
-    doc = pymupdf.open()
-    for title, scale, rows in (
-        ("Consolidated Statements of Income", "(in millions)",
-         [("Net sales", "24,977", "26,268"), ("Cost of products sold", "16,830", "17,347"),
-          ("Gross profit", "8,147", "8,921")]),
-        ("Consolidated Balance Sheets", "(in thousands)",
-         [("Cash and cash equivalents", "2,279,000", "1,130,000"), ("Inventories", "2,721,000", "2,667,000"),
-          ("Total current assets", "7,000,000", "6,000,000")]),
-    ):
-        page = doc.new_page()
-        page.insert_text((200, 60), f"Acme Company {title}", fontsize=11)
-        page.insert_text((200, 76), scale, fontsize=9)
-        page.insert_text((420, 100), "2019", fontsize=9)
-        page.insert_text((500, 100), "2018", fontsize=9)
-        for i, (label, a, b) in enumerate(rows):
-            y = 120 + 16 * i
-            page.insert_text((40, y), label, fontsize=9)
-            page.insert_text((410, y), a, fontsize=9)
-            page.insert_text((490, y), b, fontsize=9)
-    doc.save(path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def filing(tmp_path_factory: pytest.TempPathFactory) -> Index:
     root = tmp_path_factory.mktemp("formula")
-    idx = Index.create(root / "index")
-    idx.add([_statements(root / "acme_2019_10k.pdf")], workers=1)
-    idx.models.use_profile("chat", "none")
-    return idx
+    return indexed(root, acme_filing(root / "acme_2019_10k.pdf", balance_scale="(in thousands)"))
 
 
 def test_ask_computes_the_defined_metric_and_cites_its_operand_cells(filing: Index) -> None:

@@ -4,10 +4,9 @@ their rows as the first regions; any other question keeps the pool's ranking."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pymupdf
 import pytest
+from pdf_factory import acme_filing, indexed
 from typer.testing import CliRunner
 
 from trident_local.cli import app
@@ -24,35 +23,10 @@ MDNA = ("Management's discussion. Acme's inventory turnover ratio improved in FY
         "is a metric we track.")
 
 
-def _filing(path: Path) -> Path:
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_textbox(pymupdf.Rect(40, 60, 560, 400), MDNA * 2, fontsize=10)
-    for title, rows in (
-        ("Consolidated Statements of Income (in millions)",
-         [("Net sales", "24,977", "26,268"), ("Cost of products sold", "16,830", "17,347")]),
-        ("Consolidated Balance Sheets (in millions)",
-         [("Cash and cash equivalents", "2,279", "1,130"), ("Inventories", "2,721", "2,667")]),
-    ):
-        page = doc.new_page()
-        page.insert_text((200, 60), f"Acme Company {title}", fontsize=11)
-        page.insert_text((420, 100), "2019", fontsize=9)
-        page.insert_text((500, 100), "2018", fontsize=9)
-        for i, (label, a, b) in enumerate(rows):
-            page.insert_text((40, 120 + 16 * i), label, fontsize=9)
-            page.insert_text((410, 120 + 16 * i), a, fontsize=9)
-            page.insert_text((490, 120 + 16 * i), b, fontsize=9)
-    doc.save(path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def filing(tmp_path_factory: pytest.TempPathFactory) -> Index:
     root = tmp_path_factory.mktemp("statement_search")
-    idx = Index.create(root / "index")
-    idx.add([_filing(root / "acme_2019_10k.pdf")], workers=1)
-    idx.models.use_profile("chat", "none")
-    return idx
+    return indexed(root, acme_filing(root / "acme_2019_10k.pdf", discussion=MDNA * 2))
 
 
 def test_the_pages_of_the_named_line_items_rank_first_with_their_rows(filing: Index) -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from pdf_factory import indexed, statement_page
 
 from trident_local.generate.ask import ask
 from trident_local.generate.statements import BALANCE, CASH_FLOW, INCOME, named_statements, statement_kind
-from trident_local.index import Index
 
 
 @pytest.mark.parametrize(("question", "kinds"), [
@@ -54,13 +54,7 @@ def _filing(path: Path) -> Path:
     for title, value in (("Acme Company Selected Financial Data (restated, in millions)", "15,100"),
                          ("Acme Company Consolidated Statements of Income Year Ended December 31 (in millions)",
                           "16,830")):
-        page = doc.new_page()
-        page.insert_text((40, 60), title, fontsize=11)
-        page.insert_text((420, 100), "2019", fontsize=9)
-        page.insert_text((500, 100), "2018", fontsize=9)
-        page.insert_text((40, 120), "Cost of products sold", fontsize=9)
-        page.insert_text((410, 120), value, fontsize=9)
-        page.insert_text((490, 120), "17,347", fontsize=9)
+        page = statement_page(doc, title, [("Cost of products sold", value, "17,347")])
         if value == "15,100":  # the words a page search for the question favours
             page.insert_textbox(pymupdf.Rect(40, 200, 560, 400), "Acme's cost of products sold in FY2019, restated: "
                                 "how the income statement's cost of products sold compares. " * 3, fontsize=9)
@@ -69,9 +63,7 @@ def _filing(path: Path) -> Path:
 
 
 def test_a_line_item_is_read_from_the_statement_the_question_names(tmp_path: Path) -> None:
-    idx = Index.create(tmp_path / "index")
-    idx.add([_filing(tmp_path / "acme_2019_10k.pdf")], workers=1)
-    idx.models.use_profile("chat", "none")
+    idx = indexed(tmp_path, _filing(tmp_path / "acme_2019_10k.pdf"))
     question = "What is Acme's FY2019 cost of products sold? Answer using the income statement."
     a = ask(idx, question).answer
     assert a.text == "16,830" and [c.page for c in a.citations] == [2]
