@@ -76,7 +76,8 @@ def _timed_pair(run, module, i: int):
 
 def _timed_search(index, question: str, doc_id: str, i: int):
     """`trident search` (K = 5) for ``question`` as it is and with the line-item pages switched off (the
-    pool's ranking alone), alternated: each one's regions and seconds."""
+    pool's ranking alone), alternated, each after an untimed run of both (the pages' row vectors cached,
+    so both are timed warm): each one's regions and seconds."""
     from trident_local.generate import statement_search
 
     real = statement_search.defined_metric
@@ -90,6 +91,7 @@ def _timed_search(index, question: str, doc_id: str, i: int):
         finally:
             statement_search.defined_metric = real
 
+    one(True), one(False)
     if i % 2:
         with_items = one(True)
         return with_items, one(False)
