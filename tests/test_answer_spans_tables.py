@@ -50,6 +50,15 @@ def test_table_lookup_names_row_and_column() -> None:
     assert lookup(REVENUE, "What was the revenue of the Moon region?") is None  # no row named: no answer
 
 
+def test_the_row_that_names_most_of_the_question_wins_over_a_shorter_one_it_also_names() -> None:
+    methods = Table(5, "Table 1", "Table 1: Accuracy on STEM tasks", ["Method", "MMLU Physics", "MMLU Chemistry"],
+                    [["PaLM-2L", "66.4%", "70.9%"], ["PaLM-2L + CoT", "65%", "75.3%"],
+                     ["PaLM-2L + Step-Back (ours)", "73.2%", "81.8%"], ["GPT-4", "70.3%", "79.9%"]])
+    m = lookup(methods, "What score did PaLM-2L + Step-Back achieve in MMLU Physics?")
+    assert m is not None and m.value == "73.2%"
+    assert lookup(methods, "What score did PaLM-2L achieve in MMLU Chemistry?").value == "70.9%"
+
+
 def test_borderless_table_is_rebuilt_from_word_blocks() -> None:
     doc = pymupdf.open()
     p = doc.new_page()

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from trident_local.docs.model import Page
 from trident_local.text import terms
 
+UNNAMED_PENALTY = 0.5  # a row label's words the question does not say, against those it says
+
 
 @dataclass
 class Table:
@@ -88,6 +90,15 @@ def _match(question_terms: set[str], cell: str, idf: dict[str, float]) -> float:
     return sum(idf.get(x, 1.0) for x in t if x in question_terms) / total
 
 
+def _named_mass(question_terms: set[str], cell: str, idf: dict[str, float]) -> float:
+    """How much of the question a row label names: the IDF mass of its terms the question holds, less
+    UNNAMED_PENALTY times the mass of those it does not ("PaLM-2L + Step-Back (ours)" names more of
+    "What did PaLM-2L + Step-Back achieve ...?" than "PaLM-2L" does, which names nothing else)."""
+    t = set(terms(cell))
+    said = sum(idf.get(x, 1.0) for x in t if x in question_terms)
+    return said - UNNAMED_PENALTY * sum(idf.get(x, 1.0) for x in t if x not in question_terms) if said else 0.0
+
+
 def lookup(table: Table, question: str, idf: dict[str, float] | None = None) -> CellMatch | None:
     """The cell under the row label and the column header the question names; None unless both match.
 
@@ -104,7 +115,8 @@ def lookup(table: Table, question: str, idf: dict[str, float] | None = None) -> 
     if not rows:
         return None
     row_scores = [(_match(q, r[0], idf), i) for i, r in rows]
-    best_row_score, best_row = max(row_scores, key=lambda x: (x[0], -x[1]))
+    named = {i: _named_mass(q, r[0], idf) for i, r in rows}
+    best_row_score, best_row = max(row_scores, key=lambda x: (named[x[1]], x[0], -x[1]))
     best_col_score = max(col_scores)
     col = 1 + col_scores.index(best_col_score)
     if best_col_score == 0 and n == 2:
