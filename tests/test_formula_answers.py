@@ -254,3 +254,15 @@ def test_plurals_and_common_abbreviations_name_the_same_row() -> None:
     assert label_match("net AR", "Accounts receivable, net") > 0.6 and label_match("SG&A", "Selling, general and "
                                                                                    "administrative expenses") == 1.0
     assert label_match("gross", "Gross") == 1.0  # "-ss" is not a plural
+
+
+def test_a_company_named_in_lower_case_is_not_part_of_the_item(filing: Index) -> None:
+    from trident_local.generate.line_item import own_names, without_company
+
+    names = own_names("COSTCO_2021_10K.pdf", "UNITED STATES ... COSTCO WHOLESALE CORPORATION (Exact name of registrant)")
+    assert without_company("total liabilities for costco", names) == "total liabilities"
+    assert without_company("provision for income taxes", names) == "provision for income taxes"
+    assert without_company("total liabilities for costco", frozenset()) == "total liabilities for costco"
+    a = ask(filing, "What is total current assets for acme in FY 2019?").answer  # "acme": the file's name
+    assert "read from the line item's row" in a.gate
+    assert {r["text"] for r in a.citations[0].regions} == {"7,000,000", "Total current assets"}

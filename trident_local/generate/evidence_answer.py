@@ -40,7 +40,7 @@ from trident_local.docs.model import Page
 from trident_local.generate.answer_confidence import AnswerConfidence
 from trident_local.generate.compute import Computation, compute
 from trident_local.generate.formula import FormulaAnswer, computes, definitions, evaluate, index_lookup
-from trident_local.generate.line_item import evaluate_item, item_question
+from trident_local.generate.line_item import evaluate_item, item_question, own_names
 from trident_local.generate.records import ABSTAINED, Answer, Citation, EvidencePassage
 from trident_local.generate.spans import (
     assigned_value,
@@ -356,7 +356,11 @@ def defined_metric(index: Index, question: str, hits: Sequence[Hit]) -> FormulaA
     kinds = named_statements(question)
     prefer = statement_pages(((p.number, p.text) for p in index.store.document(doc_id).pages), kinds) if kinds else []
     lookup = index_lookup(index, doc_id, [h.page for h in hits if h.doc_id == doc_id], prefer=prefer)
-    return evaluate(question, lookup) if defined else evaluate_item(question, lookup)
+    if defined:
+        return evaluate(question, lookup)
+    doc = index.store.document(doc_id)
+    first = doc.page(1).text if doc.pages else ""
+    return evaluate_item(question, lookup, own_names(doc.file_name, first))
 
 
 def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,

@@ -107,17 +107,40 @@ def item_question(question: str) -> ItemQuestion | None:
     return ItemQuestion(rest, years.pop(), unit)
 
 
+_TRAILING_NAME = re.compile(r"\s+(?:for|of|at|by)\s+((?:[\w&.'-]+\s*){1,3})$", re.I)
+
+
+def own_names(file_name: str, first_page: str) -> frozenset[str]:
+    """Lower-case words a filing names its company with: its file name's ("COSTCO_2021_10K.pdf") and its
+    first page's opening words ("Costco Wholesale Corporation ...")."""
+    text = f"{re.sub(r'[_.-]+', ' ', file_name)} {' '.join(first_page.split()[:60])}"
+    return frozenset(w.lower() for w in re.findall(r"[A-Za-z][\w&'-]*", text) if len(w) > 2)
+
+
+def without_company(item: str, names: frozenset[str]) -> str:
+    """``item`` without a trailing "for costco" whose words are all the document's own ``names`` (a company
+    written in lower case, which the question's capitalised-name rule leaves in)."""
+    m = _TRAILING_NAME.search(item)
+    if m and names and all(w.lower() in names for w in m.group(1).split()):
+        return item[:m.start()].strip()
+    return item
+
+
 def _amount(value: float, places: int) -> str:
     return f"{value:,.{places}f}"
 
 
-def evaluate_item(question: str, lookup: Lookup) -> FormulaAnswer | None:
+def evaluate_item(question: str, lookup: Lookup, names: frozenset[str] = frozenset()) -> FormulaAnswer | None:
     """The line item ``question`` asks for, read with ``lookup`` and converted to the unit it asks for; the
-    computation is written out only where the unit changes ("4.6 = 4,625 * 0.001")."""
+    computation is written out only where the unit changes ("4.6 = 4,625 * 0.001"). ``names``: words the
+    document names its company with (:func:`own_names`): an item that ends "for costco" unmatched is
+    read again without them."""
     asked = item_question(question)
     if asked is None:
         return None
     op = lookup(asked.item, asked.year)
+    if (op is None or op.match < MIN_ITEM_MATCH) and (bare := without_company(asked.item, names)) != asked.item:
+        op = lookup(bare, asked.year)
     if op is None or op.match < MIN_ITEM_MATCH:
         return None
     target = op.scale if asked.unit is None else asked.unit
