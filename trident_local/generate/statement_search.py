@@ -48,8 +48,8 @@ def search_pages(index: Index, question: str, *, pool: str = "fused", doc: str |
     for o in metric.operands if metric is not None else []:
         items.setdefault((o.doc_id, o.page), []).extend(o.regions())
     pooled = {h.key: h for h in hits}
-    lead = [pooled.get(key) or Hit(key[0], key[1], hits[0].score, POOL) for key in items]
-    lead = [replace(h, score=max(h.score, hits[0].score)) for h in lead]
+    lead = [replace(pooled[key], score=hits[0].score) if key in pooled else Hit(*key, hits[0].score, POOL)
+            for key in items]
     ranked = (lead + [h for h in hits if h.key not in items])[:k]
     out = []
     for h, rows in zip(ranked, search_regions(index, query, ranked), strict=True):

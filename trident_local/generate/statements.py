@@ -23,11 +23,6 @@ _NAMED = {
     BALANCE: re.compile(r"\b(?:balance sheets?|statements? of financial (?:position|condition))\b", re.I),
     CASH_FLOW: re.compile(r"\b(?:cash flows? statements?|statements? of (?:consolidated )?cash flows?)\b", re.I),
 }
-# how a filing titles each statement, capitalised as a heading is ("CONSOLIDATED BALANCE SHEETS",
-# "Consolidated Statements of Income"): prose that mentions one ("recognized in our consolidated balance
-# sheets", "Supplemental balance sheet information") writes it in lower case
-
-
 def _heading(*phrases: str) -> re.Pattern[str]:
     """A pattern for ``phrases`` written as a heading: each word capitalised or in capitals ("of" in lower
     case too; "s?" an optional plural; "Consolidated" may follow "of": "Statements of Consolidated Income"),
@@ -45,6 +40,9 @@ def _heading(*phrases: str) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + "|".join(alternatives) + r")\b")
 
 
+# how a filing titles each statement, capitalised as a heading is ("CONSOLIDATED BALANCE SHEETS",
+# "Consolidated Statements of Income"): prose that mentions one ("recognized in our consolidated balance
+# sheets", "Supplemental balance sheet information") writes it in lower case
 _TITLE = {
     INCOME: _heading("statements? of income", "statements? of operations", "statements? of earnings",
                      "income statements?"),
@@ -84,6 +82,6 @@ def statement_kind(page_text: str) -> str | None:
     return None
 
 
-def statement_pages(pages: Iterable[tuple[int, str]], kinds: set[str]) -> list[int]:
-    """The numbers of the pages (number, text) that are one of the statements ``kinds``, in page order."""
-    return [n for n, text in pages if kinds and statement_kind(text) in kinds]
+def statement_kinds(pages: Iterable[tuple[int, str]]) -> dict[int, str]:
+    """Page number -> the statement it is, for the pages (number, text) that are one, in page order."""
+    return {n: kind for n, text in pages if (kind := statement_kind(text)) is not None}

@@ -81,22 +81,27 @@ def page_tables(page: Page) -> list[Table]:
     return out
 
 
-def _match(question_terms: set[str], cell: str, idf: dict[str, float]) -> float:
-    """IDF mass of the cell's terms that the question holds, over the cell's mass (0..1)."""
-    t = set(terms(cell))
-    if not t:
-        return 0.0
-    total = sum(idf.get(x, 1.0) for x in t)
-    return sum(idf.get(x, 1.0) for x in t if x in question_terms) / total
-
-
-def _named_mass(question_terms: set[str], cell: str, idf: dict[str, float]) -> float:
-    """How much of the question a row label names: the IDF mass of its terms the question holds, less
-    UNNAMED_PENALTY times the mass of those it does not ("PaLM-2L + Step-Back (ours)" names more of
-    "What did PaLM-2L + Step-Back achieve ...?" than "PaLM-2L" does, which names nothing else)."""
+def _masses(question_terms: set[str], cell: str, idf: dict[str, float]) -> tuple[float, float]:
+    """IDF mass of the cell's terms that the question holds, and of those it does not."""
     t = set(terms(cell))
     said = sum(idf.get(x, 1.0) for x in t if x in question_terms)
-    return said - UNNAMED_PENALTY * sum(idf.get(x, 1.0) for x in t if x not in question_terms) if said else 0.0
+    return said, sum(idf.get(x, 1.0) for x in t) - said
+
+
+def _match(question_terms: set[str], cell: str, idf: dict[str, float]) -> float:
+    """IDF mass of the cell's terms that the question holds, over the cell's mass (0..1)."""
+    return _share(*_masses(question_terms, cell, idf))
+
+
+def _share(said: float, unsaid: float) -> float:
+    return said / (said + unsaid) if said + unsaid else 0.0
+
+
+def _named(said: float, unsaid: float) -> float:
+    """How much of the question a row label names: the mass of its terms the question holds, less
+    UNNAMED_PENALTY times the mass of those it does not ("PaLM-2L + Step-Back (ours)" names more of
+    "What did PaLM-2L + Step-Back achieve ...?" than "PaLM-2L" does, which names nothing else)."""
+    return said - UNNAMED_PENALTY * unsaid if said else 0.0
 
 
 def lookup(table: Table, question: str, idf: dict[str, float] | None = None) -> CellMatch | None:
@@ -114,9 +119,9 @@ def lookup(table: Table, question: str, idf: dict[str, float] | None = None) -> 
     rows = [(i, r) for i, r in enumerate(table.rows) if len(r) == n]
     if not rows:
         return None
-    row_scores = [(_match(q, r[0], idf), i) for i, r in rows]
-    named = {i: _named_mass(q, r[0], idf) for i, r in rows}
-    best_row_score, best_row = max(row_scores, key=lambda x: (named[x[1]], x[0], -x[1]))
+    masses = [(_masses(q, r[0], idf), i) for i, r in rows]
+    row_scores = [(_share(*m), _named(*m), i) for m, i in masses]
+    best_row_score, _, best_row = max(row_scores, key=lambda x: (x[1], x[0], -x[2]))
     best_col_score = max(col_scores)
     col = 1 + col_scores.index(best_col_score)
     if best_col_score == 0 and n == 2:
