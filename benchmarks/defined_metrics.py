@@ -8,7 +8,8 @@ question of the FinanceBench development split and of MMLongBench-Doc that state
 ("Inventory turnover ratio is defined as: ..."), the questions ``trident_local/generate/formula.py``
 answers by computing the definition from the document's line items, every question that names a standard
 metric without defining it ("the FY2018 - FY2020 3 year average of capex as a % of revenue", a % margin,
-a year-over-year change, a CAGR; ``trident_local/generate/metric_forms.py``), and every question that asks for one
+a year-over-year change, a CAGR, a named ratio such as the current ratio or DPO, "X to Y ratio";
+``trident_local/generate/metric_forms.py``), and every question that asks for one
 line item of one fiscal year ("what is the year end FY2019 total amount of inventories ...?"), which
 ``trident_local/generate/line_item.py`` reads from its row. Right: the value within the
 precision the question asks for (half a unit of its last decimal) or 1% of the gold value, whichever
@@ -17,8 +18,9 @@ answer's region hit on the grounding labels of those questions (`trident eval gr
 region holds a gold box's centre or lies in a gold line-item row), and the answer stage's time, beside
 the same questions' with the tables path switched off (alternated, same process); and the same for
 `trident search` (K = 5): its region hit@5 and time with the line items' pages ranked first
-(``trident_local/generate/statement_search.py``) and with the pool's ranking alone. The FinanceBench questions were
-read while the module was built: these are development figures, not held-out ones.
+(``trident_local/generate/statement_search.py``) and with the pool's ranking alone. The FinanceBench questions, and
+the MMLongBench-Doc 10-K questions, were read while the modules were built: these are development figures,
+not held-out ones.
 """
 
 from __future__ import annotations
@@ -181,7 +183,8 @@ def main() -> None:
     write_result("defined_metrics", figures, lambda: {
         "title": title, "columns": columns, "rows": rows,
         "notes": "Development figures: the FinanceBench questions, and the MMLongBench-Doc questions that ask for "
-                 "one line item, were read while the modules were built."},
+                 "one line item or name a ratio, were read while the modules were built (the named ratios' "
+                 "conventions, e.g. a return over the closing balance, were checked against their gold answers)."},
         args=args)
 
 

@@ -266,3 +266,84 @@ def test_a_company_named_in_lower_case_is_not_part_of_the_item(filing: Index) ->
     a = ask(filing, "What is total current assets for acme in FY 2019?").answer  # "acme": the file's name
     assert "read from the line item's row" in a.gate
     assert {r["text"] for r in a.citations[0].regions} == {"7,000,000", "Total current assets"}
+
+
+@pytest.mark.parametrize(("question", "expression", "percent"), [
+    ("What is current ratio in FY2021 for Nike? Round your answer to two decimal places.",
+     "(FY2021 total current assets) / (FY2021 total current liabilities)", False),
+    ("what is the FY2019 fixed asset turnover ratio for Activision Blizzard?",
+     "(FY2019 revenue) / (average pp&e between FY2018 and FY2019)", False),
+    ("What is Amazon's FY2017 days payable outstanding (DPO)? Round your answer to two decimal places.",
+     "365 * (average accounts payable between FY2016 and FY2017) / (FY2017 cogs)", False),
+    ("What is cash conversion cycle in FY2021 for Nike?", "(FY2021 dio) + (FY2021 dso) - (FY2021 dpo)", False),
+    ("What is effective tax ratio of Best Buy for the fiscal year ending January 28, 2023? Answer in percentage.",
+     "((FY2023 income tax expense) / (FY2023 income before income taxes)) * 100", True),
+    ("What is sales to working capital ratio of Netflix in FY 2015? Round your answer to two decimal places.",
+     "(FY2015 sales) / (FY2015 working capital)", False),
+    ("what is Amazon's FY2017 debt to ebitda ratio? round your answer to three decimal",
+     "(FY2017 debt) / (FY2017 ebitda)", False),
+    ("what is Amazon's FY2017 Interest Expense to Average Long-Term Debt Ratio?",
+     "(FY2017 Interest Expense) / (average Long-Term Debt between FY2016 and FY2017)", False),
+    ("What is the FY2017 - FY2019 3 year average of capex to revenue ratio for Activision Blizzard?",
+     "((FY2017 capex) / (FY2017 revenue) + (FY2018 capex) / (FY2018 revenue) + (FY2019 capex) / (FY2019 revenue)) / 3",
+     False),
+    ("What is the FY2019 cost of goods sold as a % of revenue for Acme?",
+     "((FY2019 cost of goods sold) / (FY2019 revenue)) * 100", True),
+    ("What was Acme's operating margin in FY2019?", "((FY2019 operating income) / (FY2019 revenue)) * 100", True),
+])
+def test_a_named_ratio_is_computed_by_its_textbook_definition(question: str, expression: str, percent: bool) -> None:
+    form = metric_form(question)
+    assert form is not None and form.expression == expression and form.percent is percent and form.unit is None
+
+
+def test_a_named_amount_is_in_the_unit_asked_and_nothing_else_is_a_named_metric() -> None:
+    form = metric_form("What is Netflix working capital in FY2015? Answer in thousands.")
+    assert form is not None and form.unit == 0.001 and form.expression.endswith(" / 0.001") and not form.percent
+    for question in ("What is the ratio of men to women in the survey?",  # no year
+                     "How much higher is the accuracy of PaLM-2L compared to GPT-4 in 2023?",
+                     "What was revenue in 2019? Round your answer to two decimal places.",
+                     "What is the current ratio change from FY2020 to FY2021?",  # two years
+                     "What is Amazon's FY2017 operating profit margin before depreciation?"):  # another metric
+        assert metric_form(question) is None, question
+
+
+def test_a_row_of_movements_does_not_name_the_balance_and_items_have_a_statement() -> None:
+    from trident_local.generate.statements import BALANCE, CASH_FLOW, INCOME, item_statement
+
+    assert label_match("short-term investments", "Purchases of short-term investments") == 0.0
+    assert label_match("accounts receivable", "(Increase) decrease in accounts receivable") == 0.0
+    assert label_match("cash and cash equivalents", "Net increase (decrease) in cash and equivalents") == 0.0
+    assert label_match("d&a", "Depreciation and amortization of property, equipment and intangibles") == 1.0
+    assert label_match("sales", "Net sales") == 1.0 and label_match("stockholder equity", "Total stockholders' equity")
+    assert [item_statement(i) for i in ("total current liabilities", "cogs", "d&a", "pp&e", "headcount")] == [
+        BALANCE, INCOME, CASH_FLOW, BALANCE, None]
+
+
+def test_ask_computes_a_named_ratio_without_a_definition(filing: Index) -> None:
+    a = ask(filing, "What is Acme's FY2019 inventory turnover ratio? Round your answer to two decimal places.").answer
+    assert a.text == "6.25" and "standard formula" in a.gate
+    assert a.computation == "6.25 = 16,830 / (((2,667,000 * 0.001) + (2,721,000 * 0.001)) / 2)"
+    a = ask(filing, "What is the gross profit to total current assets ratio for Acme in FY2019?").answer
+    assert a.text == f"{8147 / 7000:.2f}" and [c.page for c in a.citations] == [1, 2]
+
+
+def test_a_one_item_question_says_where_to_read_it_and_the_company_may_start_with_a_digit() -> None:
+    asked = item_question("What is the FY2018 capital expenditure amount (in USD millions) for 3M based on cash flow "
+                          "statement?")
+    assert asked == ItemQuestion("capital expenditure", 2018, 1.0)
+
+
+def test_an_expense_a_statement_prints_in_parentheses_counts_as_its_amount() -> None:
+    book = {("income tax expense", 2017): ("Provision for income taxes", -769.0),
+            ("income before income taxes", 2017): ("Income before income taxes", 3806.0),
+            ("interest", 2017): ("Interest expense", -848.0), ("long-term debt", 2017): ("Long-term debt", 24743.0),
+            ("long-term debt", 2016): ("Long-term debt", 7694.0)}
+
+    def lookup(name: str, year: int) -> Operand | None:
+        label, v = book.get((name.lower(), year), (None, None))
+        return None if v is None else Operand(name, year, v, label, f"({abs(v):,.0f})" if v < 0 else f"{v:,.0f}", 1)
+
+    fa = evaluate("What is Amazon's FY2017 effective tax rate? Round your answer to three decimal places.", lookup)
+    assert fa is not None and fa.text == "0.202"
+    fa = evaluate("What is the FY2017 interest to average long-term debt ratio? Answer in percentage.", lookup)
+    assert fa is not None and fa.text == f"{100 * 848 / ((24743 + 7694) / 2):.2f}%"

@@ -355,8 +355,10 @@ def defined_metric(index: Index, question: str, hits: Sequence[Hit]) -> FormulaA
         return None
     doc_id = hits[0].doc_id
     kinds = named_statements(question)
-    prefer = [n for n, kind in _statements_of(index.store, doc_id).items() if kind in kinds]
-    lookup = index_lookup(index, doc_id, [h.page for h in hits if h.doc_id == doc_id], prefer=prefer)
+    statements = _statements_of(index.store, doc_id)
+    prefer = [n for n, kind in statements.items() if kind in kinds]
+    lookup = index_lookup(index, doc_id, [h.page for h in hits if h.doc_id == doc_id], prefer=prefer,
+                          statements=statements)
     if defined:
         return evaluate(question, lookup)
     doc = index.store.document(doc_id)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from trident_local.generate.metric_forms import metric_form
+from trident_local.generate.metric_forms import metric_form, named_expression
 from trident_local.generate.spans import to_number
 from trident_local.regions.layout import Cell, PageLayout
 from trident_local.regions.locate import numbers, printed_numbers
@@ -57,21 +57,25 @@ _CAPEX = ("capital expenditures", "capital spending", "purchases of property and
           "additions to property and equipment", "capital expenditure")
 _RECEIVABLES = ("accounts receivable", "receivables", "trade accounts receivable", "trade receivables")
 _INVENTORY = ("inventories", "merchandise inventories", "inventory")
+_REVENUE = ("revenues", "total revenues", "net revenues", "net sales", "total net sales", "net revenue",
+            "total net revenue")
+_CFO = ("net cash provided by operating activities", "cash provided by operations", "net cash from operating activities",
+        "cash flows from operating activities")
+_EQUITY = ("total stockholders equity", "total shareholders equity", "total equity", "stockholders equity",
+           "shareholders equity")
 # Common names of line items that filings label differently (the label words themselves also match).
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "cogs": ("cost of goods sold", "cost of sales", "cost of revenue", "cost of revenues", "cost of products sold",
              "total cost of revenue", "total cost of sales"),
     "cost of goods sold": ("cost of sales", "cost of revenue", "cost of revenues", "cost of products sold"),
-    "revenue": ("revenues", "total revenues", "net revenues", "net sales", "total net sales", "net revenue",
-                "total net revenue", "sales"),
+    "revenue": (*_REVENUE, "sales"),
     "net income": ("net earnings", "net income attributable", "net earnings attributable"),
     "pp&e": ("property and equipment net", "property plant and equipment net", "property and equipment",
              "property plant and equipment"),
     "inventory": _INVENTORY,
     "inventories": _INVENTORY,
     "accounts receivable": ("accounts receivable", "receivables", "trade accounts receivable", "trade receivables"),
-    "cash from operations": ("net cash provided by operating activities", "cash provided by operations",
-                             "net cash from operating activities", "cash flows from operating activities"),
+    "cash from operations": _CFO,
     "operating income": ("operating income", "income from operations", "operating profit"),
     "capex": _CAPEX,
     "capital expenditure": _CAPEX,
@@ -82,17 +86,37 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "d&a": ("depreciation and amortization", "depreciation amortization", "depreciation depletion and amortization"),
     "sg&a": ("selling general and administrative", "selling general and administrative expenses"),
     "eps": ("earnings per share", "net income per share"),
+    "sales": ("revenue", *_REVENUE),
+    "asset": ("total assets",),
+    "assets": ("total assets",),
+    "total shareholders equity": _EQUITY,
+    "shareholders equity": _EQUITY,
+    "stockholders equity": _EQUITY,
+    "stockholder equity": _EQUITY,
+    "equity": _EQUITY,
+    "cash balance": ("cash and cash equivalents",),
+    "operating cash flow": _CFO,
+    "income tax expense": ("provision for income taxes", "income tax provision", "provision for income tax",
+                           "income tax expense"),
+    "income before income taxes": ("earnings before income taxes", "income before provision for income taxes",
+                                   "income before taxes"),
+    "r&d": ("research and development",),
     "cash dividends": ("dividends paid", "cash dividends paid", "dividends paid to shareholders",
                        "dividends paid to common shareholders", "payments of dividends"),
 }
-# items that are amounts paid out, which a cash flow statement prints negative ("(4,625)")
-_PAID = re.compile(r"\b(?:capex|capital expenditures?|capital spending|dividends?|purchases?|repurchases?|payments?)\b",
-                   re.I)
+# items that are amounts paid out or expenses, which a cash flow or income statement prints negative ("(4,625)")
+_PAID = re.compile(r"\b(?:capex|capital expenditures?|capital spending|dividends?|purchases?|repurchases?|payments?|"
+                   r"expenses?|provision)\b", re.I)
 _LABEL_NOISE = {"and", "of", "the", "a", "an", "in", "for", "to", "note", "notes"}
 MIN_LABEL_MATCH = 0.5  # share of a row label's words that name the item, to read that row
-# a row label's qualifier: ", net", ", net of allowances", ", less accumulated depreciation", ", excluding ..."
-_LABEL_QUALIFIER = re.compile(r",\s*(?:net|less|excluding|including)\b.*$", re.I)
+# a row label's qualifier: ", net", ", net of allowances", ", less accumulated depreciation", ", excluding ...",
+# and what a depreciation line is of ("Depreciation and amortization of property, equipment and intangibles")
+_LABEL_QUALIFIER = re.compile(r",\s*(?:net|less|excluding|including)\b.*$|\s+of\s+property\b.*$", re.I)
 MAX_DEPTH = 4  # names defined through other names
+# words of a row that reports a movement of an item, not the item: "(Increase) decrease in accounts
+# receivable", "Purchases of short-term investments", "Net increase in cash and equivalents"
+_FLOW_WORDS = frozenset({"increase", "decrease", "change", "purchase", "proceed", "sale", "repayment", "issuance",
+                         "acquisition", "disposal", "effect"})
 
 
 @dataclass
@@ -202,6 +226,8 @@ def label_match(item: str, label: str) -> float:
     best = 0.0
     for name in (item, *SYNONYMS.get(item.lower(), ())):
         iw = label_words(name)
+        if (lw - iw) & _FLOW_WORDS:  # "Purchases of short-term investments" is not the investments' balance
+            continue
         if iw and iw <= lw:
             best = max(best, len(iw) / len(lw))
         if iw and short and iw <= short:
@@ -382,13 +408,16 @@ class _Evaluation:
             v = self.expr(self.defs[phrase.lower()], depth + 1)
             self.year = outer
             return None if v is None else (v[0], v[1] if " " not in v[1] else f"({v[1]})")
+        if year is not None and (named := named_expression(phrase, year)) is not None:  # "FY2015 working capital"
+            v = self.expr(named, depth + 1)
+            return None if v is None else (v[0], v[1] if " " not in v[1] else f"({v[1]})")
         op = None if year is None else self.item(phrase, year)
         return None if op is None else (op.value, op.written)
 
     def item(self, name: str, year: int) -> Operand | None:
         name = " ".join(_QUALIFIER.sub(" ", name).split())
         op = self.lookup(name, year) if name else None
-        if op is not None and _PAID.search(name) and op.value < 0:  # printed "(4,625)": 4,625 paid out
+        if op is not None and (_PAID.search(name) or _PAID.search(op.label)) and op.value < 0:  # "(4,625)": paid out
             op = replace(op, value=-op.value, printed=op.printed.strip("()-"))
         if op is not None:
             self.operands.append(op)
@@ -409,7 +438,8 @@ def evaluate(question: str, lookup: Lookup) -> FormulaAnswer | None:
     if got is None or not ev.operands:
         return None
     value, written = got
-    number = f"{value:,.{decimals(question)}f}"
+    amount = form is not None and form.unit is not None
+    number = f"{value:,.{decimals(question, default=0 if amount and 'round' not in question.lower() else 2)}f}"
     text = number + ("%" if form is not None and form.percent else "")
     return FormulaAnswer(value, text, f"{number} = {written}", ev.operands)
 
@@ -419,12 +449,16 @@ def computes(question: str) -> bool:
     return bool(definitions(question)) or metric_form(question) is not None
 
 
-def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5, prefer: Sequence[int] = ()) -> Lookup:
+def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5, prefer: Sequence[int] = (),
+                 statements: dict[int, str] | None = None) -> Lookup:
     """Line items of one document: the rows of ``prefer`` (the statements the question names, see
-    :mod:`.statements`) where one of them holds the item, else of ``pages`` (the question's hits, best
-    first) and of the pages a search for the item's names finds, else of the other pages that print the
-    year and the words of one of its names, in order; the best-matching label wins, the earlier page on a
-    tie. A value is scaled to millions by its page's "(in thousands)"."""
+    :mod:`.statements`) where one of them holds the item, else of the statement that prints such an item
+    (``statements``: page -> kind; :func:`.statements.item_statement`: inventory on the balance sheet,
+    depreciation on the cash flow statement), else of ``pages`` (the question's hits, best first) and of
+    the pages a search for the item's names finds, else of the other pages that print the year and the
+    words of one of its names, in order; the best-matching label wins, the earlier page on a tie. A value
+    is scaled to millions by its page's "(in thousands)"."""
+    from trident_local.generate.statements import item_statement
     from trident_local.regions.attach import layout_of
 
     doc = index.store.document(doc_id)
@@ -461,7 +495,10 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5, pr
         wanted = [label_words(n) for n in names]
         rest = [p.number for p in doc.pages if p.number not in near and str(year) in p.text
                 and any(ws and ws <= label_words(p.text) for ws in wanted)]
-        op = best_row(name, year, prefer) or best_row(name, year, near) or best_row(name, year, rest)
+        kind = item_statement(name)
+        home = [p for p, kd in (statements or {}).items() if kd == kind and p not in prefer]
+        op = (best_row(name, year, prefer) or best_row(name, year, home) or best_row(name, year, near)
+              or best_row(name, year, rest))
         if op is not None and op.page not in used:
             used.append(op.page)
         return op

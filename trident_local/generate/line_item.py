@@ -47,8 +47,10 @@ _WHEN = re.compile(
 _NOT_AN_ITEM = re.compile(r"\b(?:was|were|is|are|be|did|does|do|has|have|had|there|which|who|whom|how|many|much|"
                           r"to|return|ratio|cycle)\b|[^A-Za-z&,' -]", re.I)
 _PAREN = re.compile(r"\([^)]*\)")
+# where the question says to read it, not what: "... based on cash flow statement", "according to the 10-K"
+_SOURCE = re.compile(r"\s+\b(?:based on|according to|as (?:shown|reported|stated) in|per the)\b.*$", re.I)
 _POSSESSIVE = re.compile(r"\b(?:[A-Z][\w&.-]*\s+){0,3}[A-Z][\w&.-]*'s?(?=\s)")  # "Lockheed Martin's"
-_COMPANY = re.compile(r"\b(?:for|of|at|by)\s+(?:the\s+)?(?:[A-Z][\w&.-]*)(?:\s+[A-Z][\w&.-]*){0,3}\b")
+_COMPANY = re.compile(r"\b(?:for|of|at|by)\s+(?:the\s+)?(?:[A-Z]|\d+[A-Z])[\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3}\b")  # "for 3M"
 # "did Nike have", "does Best Buy have", "did American Water Works pay out in"
 _DID = re.compile(r"\b(?:did|does|do|has|had|have)\s+(?:[A-Z][\w&.-]*\s+){1,4}"
                   r"(?:have|hold|report|record|pay\s+out\s+in|pay\s+out|pay\s+in|pay|spend\s+on|spend|"
@@ -89,7 +91,7 @@ def item_question(question: str) -> ItemQuestion | None:
     m = _ASKS.match(sentence)
     if m is None:
         return None
-    rest = _PAREN.sub(" ", _UNIT_ASKED.sub(" ", m.group(2)))
+    rest = _SOURCE.sub(" ", _PAREN.sub(" ", _UNIT_ASKED.sub(" ", m.group(2))))
     rest = _WHEN.sub(" ", rest)
     rest = _POSSESSIVE.sub(" ", rest)
     rest = _DID.sub(" ", rest)

@@ -62,6 +62,31 @@ _MENTION = re.compile(r"(?:\bof|\bto|\bin|\bour|\bthe|['’]s|analysis|supplemen
 _HEADS_OTHER = re.compile(r"\s*(?:and|analysis|data|information|classification)\b", re.I)
 
 
+# the statement a line item is read from: a balance at the year's end, or a flow over the year
+_HOME = (
+    (CASH_FLOW, re.compile(r"\b(?:d&a|depreciation|amortization|cash from operations|operating cash flow|"
+                           r"operating activities|capex|capital expenditures?|capital spending|dividends?|"
+                           r"repurchases?|purchases? of property)\b", re.I)),
+    (BALANCE, re.compile(r"\b(?:assets?|liabilit(?:y|ies)|cash and (?:cash )?equivalents|cash balance|"
+                         r"short-term investments|receivables?|inventor(?:y|ies)|payables?|pp&e|"
+                         r"property(?:,)? (?:plant )?and equipment|equity|debt|goodwill)\b", re.I)),
+    (INCOME, re.compile(r"\b(?:revenues?|sales|cogs|cost of (?:goods sold|sales|revenues?)|gross profit|"
+                        r"operating income|net income|net earnings|interest expense|income tax expense|"
+                        r"income before income taxes|sg&a|r&d|research and development|eps|"
+                        r"earnings per share)\b", re.I)),
+)
+
+
+def item_statement(item: str) -> str | None:
+    """The statement that prints line item ``item`` (BALANCE, INCOME, CASH_FLOW), or None when its name
+    does not say: a balance (assets, debt, inventory) is the balance sheet's, a flow the income
+    statement's, and depreciation, capital spending and dividends are read from the cash flow statement."""
+    for kind, pattern in _HOME:
+        if pattern.search(item):
+            return kind
+    return None
+
+
 def named_statements(question: str) -> set[str]:
     """The statements ``question`` names (INCOME, BALANCE, CASH_FLOW)."""
     return {kind for kind, pattern in _NAMED.items() if pattern.search(question)}
