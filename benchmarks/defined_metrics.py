@@ -1,7 +1,7 @@
 """Metrics the question defines, and single line items it asks for, answered without a model: how many
 are answered, and how many right.
 
-    .venv/bin/python benchmarks/defined_metrics.py --fb-index /work/idx/fb --mmlb-index /work/idx/mmlb
+    .venv/bin/python benchmarks/defined_metrics.py --fb-index /work/idx/fb --mmlb-index /work/idx/mmlb --fit
 
 Runs the no-model ``ask`` (default pool, rerank and answer strategy, ``--min-confidence 0``) on every
 question of the FinanceBench development split and of MMLongBench-Doc that states a definition
@@ -18,7 +18,9 @@ answer's region hit on the grounding labels of those questions (`trident eval gr
 region holds a gold box's centre or lies in a gold line-item row), and the answer stage's time, beside
 the same questions' with the tables path switched off (alternated, same process); and the same for
 `trident search` (K = 5): its region hit@5 and time with the line items' pages ranked first
-(``trident_local/generate/statement_search.py``) and with the pool's ranking alone. The FinanceBench questions, and
+(``trident_local/generate/statement_search.py``) and with the pool's ranking alone. With --fit, the table answers'
+confidence model (``TABLE_CONFIDENCE``) is fitted on the answered questions of both sets and checked per set,
+also with a model fitted on the other set alone; the table shows the confidence the shipped model gives. The FinanceBench questions, and
 the MMLongBench-Doc 10-K questions, were read while the modules were built: these are development figures,
 not held-out ones.
 """
@@ -125,7 +127,8 @@ def score(index_dir: str, dataset: Path, kind: str) -> dict:
         computed = ("computed from" in a.gate) if defined else ("line item" in a.gate)
         row = {"qid": rec.qid, "gold": rec.answer, "answer": a.candidate or a.text, "computed": computed,
                "right": computed and right(rec.answer, a.candidate or a.text),
-               "answer_s": res.timings["answer"], "evidence_path_s": plain_s}
+               "answer_s": res.timings["answer"], "evidence_path_s": plain_s,
+               "confidence": a.confidence, "lex": (a.features or {}).get("lex")}
         gold = gold_boxes(index, rec) if rec.evidence_pages else []
         if gold:
             def area(page: int, _doc=rec.doc_id) -> float:
@@ -140,11 +143,13 @@ def score(index_dir: str, dataset: Path, kind: str) -> dict:
             row["pool_search_hit"] = score_regions(plain_regions, gold, area)["hit"]
         rows.append(row)
     labelled = [r for r in rows if "answer_hit" in r]
+    answered = [r for r in rows if r["computed"]]
     n = max(1, len(rows))
     return {"questions": len(rows), "computed": sum(r["computed"] for r in rows),
             "answer_ms": 1000 * sum(r["answer_s"] for r in rows) / n,
             "evidence_path_ms": 1000 * sum(r["evidence_path_s"] for r in rows) / n,
             "right": sum(r["right"] for r in rows), "labelled": len(labelled),
+            "confidence": sum(r["confidence"] for r in answered) / len(answered) if answered else None,
             "answer_hit": sum(r["answer_hit"] for r in labelled) / len(labelled) if labelled else None,
             "search_ms": 1000 * sum(r["search_s"] for r in rows) / n,
             "pool_search_ms": 1000 * sum(r["pool_search_s"] for r in rows) / n,
@@ -153,11 +158,45 @@ def score(index_dir: str, dataset: Path, kind: str) -> dict:
             "rows": rows}
 
 
+def fit_table_confidence(figures: dict) -> dict:
+    """The table answers' confidence model (``TABLE_CONFIDENCE`` in trident_local/generate/evidence_answer.py)
+    fitted on the answered questions of both sets, and, for each set, its share right against the mean
+    confidence that model gives it and that a model fitted on the other set alone gives it: does the
+    calibration hold across the two distributions?"""
+    from trident_local.generate.answer_confidence import fit
+
+    by_set: dict[str, list[dict]] = {}
+    for name, f in figures.items():
+        if name != "seconds":
+            by_set.setdefault(name.split(",")[0], []).extend(r for r in f["rows"] if r["computed"])
+
+    def fitted(rows: list[dict]):
+        return fit([{"lex": r["lex"]} for r in rows], [r["right"] for r in rows])
+
+    def mean(values) -> float:
+        values = list(values)
+        return sum(values) / len(values)
+
+    pooled = fitted([r for rows in by_set.values() for r in rows])
+    pooled.threshold = None  # the abstention threshold stays the passage answers' (see evidence_answer.py)
+    checks = {}
+    for name, rows in by_set.items():
+        other = fitted([r for n, rs in by_set.items() if n != name for r in rs])
+        checks[name] = {"answered": len(rows), "right": mean(r["right"] for r in rows),
+                        "confidence": mean(pooled.probability({"lex": r["lex"]}) for r in rows),
+                        "confidence_fitted_on_the_other_set": mean(other.probability({"lex": r["lex"]}) for r in rows),
+                        "brier": mean((pooled.probability({"lex": r["lex"]}) - r["right"]) ** 2 for r in rows)}
+    return {"model": pooled.to_dict(), "by_set": checks}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fb-index", default="/work/idx/fb")
     ap.add_argument("--mmlb-index", default="/work/idx/mmlb")
     ap.add_argument("--out", default=None, help="also write the JSON here")
+    ap.add_argument("--fit", action="store_true",
+                    help="also fit the table answers' confidence model on both sets and print it (paste it into "
+                         "TABLE_CONFIDENCE in trident_local/generate/evidence_answer.py to ship it)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     sets = {"FinanceBench dev": (args.fb_index, DATA / "financebench-dev" / "dataset.json"),
@@ -165,14 +204,20 @@ def main() -> None:
     figures = {f"{name}, {label}": score(index, dataset, kind) for name, (index, dataset) in sets.items()
                for kind, label in (("defined", "defined or standard metric"), ("item", "one line item"))}
     figures["seconds"] = round(time.perf_counter() - t0, 1)
-    columns = ["set, question", "questions", "answered from the tables", "right", "answer hit (labelled)",
+    if args.fit:
+        fitted = fit_table_confidence(figures)
+        print(json.dumps(fitted, indent=1))
+        figures["table_confidence_fit"] = fitted
+    columns = ["set, question", "questions", "answered from the tables", "right", "confidence shown (mean)",
+               "answer hit (labelled)",
                "answer stage ms (evidence path alone)", "search hit@5 (pool alone)", "search ms (pool alone)"]
     rows = [[name, str(f["questions"]), str(f["computed"]), str(f["right"]),
+             "-" if f["confidence"] is None else f"{f['confidence']:.2f}",
              "-" if f["answer_hit"] is None else f"{f['answer_hit']:.3f} ({f['labelled']})",
              f"{f['answer_ms']:.0f} ({f['evidence_path_ms']:.0f})" if f["questions"] else "-",
              "-" if f["search_hit"] is None else f"{f['search_hit']:.3f} ({f['pool_search_hit']:.3f})",
              f"{f['search_ms']:.0f} ({f['pool_search_ms']:.0f})" if f["questions"] else "-"]
-            for name, f in figures.items() if name != "seconds"]
+            for name, f in figures.items() if name not in ("seconds", "table_confidence_fit")]
     title = "Defined metrics and one-item questions, no chat model, default pool, --min-confidence 0"
     print(title)
     print(" | ".join(columns))
