@@ -290,6 +290,7 @@ def test_a_company_named_in_lower_case_is_not_part_of_the_item(filing: Index) ->
     ("What is the FY2019 cost of goods sold as a % of revenue for Acme?",
      "((FY2019 cost of goods sold) / (FY2019 revenue)) * 100", True),
     ("What was Acme's operating margin in FY2019?", "((FY2019 operating income) / (FY2019 revenue)) * 100", True),
+    ("What is the FY2020 dividend payout ratio for Acme?", "(FY2020 cash dividends) / (FY2020 net income)", False),
 ])
 def test_a_named_ratio_is_computed_by_its_textbook_definition(question: str, expression: str, percent: bool) -> None:
     form = metric_form(question)
@@ -299,6 +300,8 @@ def test_a_named_ratio_is_computed_by_its_textbook_definition(question: str, exp
 def test_a_named_amount_is_in_the_unit_asked_and_nothing_else_is_a_named_metric() -> None:
     form = metric_form("What is Netflix working capital in FY2015? Answer in thousands.")
     assert form is not None and form.unit == 0.001 and form.expression.endswith(" / 0.001") and not form.percent
+    form = metric_form("What was Acme's FY2022 free cash flow (FCF) in USD billions?")
+    assert form is not None and form.expression == "((FY2022 cash from operations) - (FY2022 capex)) / 1000"
     for question in ("What is the ratio of men to women in the survey?",  # no year
                      "How much higher is the accuracy of PaLM-2L compared to GPT-4 in 2023?",
                      "What was revenue in 2019? Round your answer to two decimal places.",
@@ -314,6 +317,7 @@ def test_a_row_of_movements_does_not_name_the_balance_and_items_have_a_statement
     assert label_match("accounts receivable", "(Increase) decrease in accounts receivable") == 0.0
     assert label_match("cash and cash equivalents", "Net increase (decrease) in cash and equivalents") == 0.0
     assert label_match("d&a", "Depreciation and amortization of property, equipment and intangibles") == 1.0
+    assert label_match("net PPNE", "Property, plant and equipment, net") == 1.0
     assert label_match("sales", "Net sales") == 1.0 and label_match("stockholder equity", "Total stockholders' equity")
     assert [item_statement(i) for i in ("total current liabilities", "cogs", "d&a", "pp&e", "headcount")] == [
         BALANCE, INCOME, CASH_FLOW, BALANCE, None]

@@ -61,6 +61,8 @@ _REVENUE = ("revenues", "total revenues", "net revenues", "net sales", "total ne
             "total net revenue")
 _CFO = ("net cash provided by operating activities", "cash provided by operations", "net cash from operating activities",
         "cash flows from operating activities")
+_PPE = ("property and equipment net", "property plant and equipment net", "property and equipment",
+        "property plant and equipment")
 _EQUITY = ("total stockholders equity", "total shareholders equity", "total equity", "stockholders equity",
            "shareholders equity")
 # Common names of line items that filings label differently (the label words themselves also match).
@@ -70,8 +72,10 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "cost of goods sold": ("cost of sales", "cost of revenue", "cost of revenues", "cost of products sold"),
     "revenue": (*_REVENUE, "sales"),
     "net income": ("net earnings", "net income attributable", "net earnings attributable"),
-    "pp&e": ("property and equipment net", "property plant and equipment net", "property and equipment",
-             "property plant and equipment"),
+    "pp&e": _PPE,
+    "ppne": _PPE,
+    "net ppne": _PPE,
+    "net pp&e": _PPE,
     "inventory": _INVENTORY,
     "inventories": _INVENTORY,
     "accounts receivable": ("accounts receivable", "receivables", "trade accounts receivable", "trade receivables"),

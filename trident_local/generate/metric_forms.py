@@ -78,6 +78,10 @@ NAMED: dict[str, str] = {
     "effective tax rate": "(FY{y} income tax expense) / (FY{y} income before income taxes)",
     "ebitda": "(FY{y} operating income) + (FY{y} d&a)",
     "retention ratio": "((FY{y} net income) - (FY{y} cash dividends)) / (FY{y} net income)",
+    "free cash flow": "(FY{y} cash from operations) - (FY{y} capex)",
+    "dividend payout ratio": "(FY{y} cash dividends) / (FY{y} net income)",
+    "debt ratio": "(FY{y} total liabilities) / (FY{y} total assets)",
+    "equity multiplier": "(FY{y} total assets) / (FY{y} total shareholders equity)",
     "return on average equity": "(FY{y} net income) / " + _AV.format(x="total shareholders equity", p="{p}", y="{y}"),
     "gross margin": "(FY{y} gross profit) / (FY{y} revenue)",
     "operating margin": "(FY{y} operating income) / (FY{y} revenue)",
@@ -85,7 +89,7 @@ NAMED: dict[str, str] = {
     "ebitda margin": "(FY{y} ebitda) / (FY{y} revenue)",
 }
 PERCENTS = frozenset({"gross margin", "operating margin", "net margin", "ebitda margin"})  # answered in percent
-AMOUNTS = frozenset({"working capital", "ebitda"})
+AMOUNTS = frozenset({"working capital", "ebitda", "free cash flow"})
 # how questions name them (lower case; matched as whole words)
 _ALIASES: tuple[tuple[str, str], ...] = (
     (r"current ratio|working capital ratio", "current ratio"),
@@ -94,7 +98,7 @@ _ALIASES: tuple[tuple[str, str], ...] = (
     (r"inventory turnover(?: ratio)?", "inventory turnover"),
     (r"(?:accounts )?receivables? turnover(?: ratio)?", "receivables turnover"),
     (r"(?:accounts )?payables? turnover(?: ratio)?", "payables turnover"),
-    (r"days (?:of )?inventory outstanding|days sales of inventory|\(?dio\)?", "dio"),
+    (r"days (?:of )?inventory outstanding|days (?:sales )?(?:of|in) inventory|inventory days|\(?dio\)?", "dio"),
     (r"days sales outstanding|\(?dso\)?", "dso"),
     (r"days payables? outstanding|\(?dpo\)?", "dpo"),
     (r"cash conversion cycle|\(?ccc\)?", "cash conversion cycle"),
@@ -108,7 +112,11 @@ _ALIASES: tuple[tuple[str, str], ...] = (
     (r"(?:after-tax )?return on average (?:shareholders'? |stockholders'? )?equity", "return on average equity"),
     (r"return on (?:shareholders'? |stockholders'? )?equity|\(?roe\)?", "return on equity"),
     (r"operating cash flow ratio", "operating cash flow ratio"),
-    (r"interest coverage(?: ratio)?", "interest coverage"),
+    (r"interest coverage(?: ratio)?|times interest earned(?: ratio)?", "interest coverage"),
+    (r"free cash flows?|\(?fcf\)?", "free cash flow"),
+    (r"(?:dividend )?payout ratio", "dividend payout ratio"),
+    (r"debt ratio", "debt ratio"),
+    (r"equity multiplier", "equity multiplier"),
     (r"effective tax (?:rate|ratio)", "effective tax rate"),
     (r"retention ratio", "retention ratio"),
     (r"working capital", "working capital"),
