@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_helpers import free_port, stop_group, wait_ready
+from serve_helpers import die_with_parent, free_port, stop_group, wait_ready
 
 pytestmark = pytest.mark.engine
 
@@ -63,7 +63,8 @@ def test_concurrent_asks_share_one_async_engine(tmp_path: Path) -> None:
     with open(log, "w") as out:
         proc = subprocess.Popen([str(ENGINE_PY), "-m", "trident_local.cli", "serve", "--index", str(ix),
                                  "--port", str(port), "--chat", PROFILE],
-                                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=die_with_parent)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, timeout=300, proc=proc)

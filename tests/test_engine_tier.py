@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_helpers import free_port, stop_group
+from serve_helpers import die_with_parent, free_port, stop_group
 
 pytestmark = pytest.mark.engine
 
@@ -109,6 +109,7 @@ def server(engine_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
     base = f"http://127.0.0.1:{port}/v1"
     try:
