@@ -17,8 +17,11 @@ Llama (text channel) and a tiny random Qwen2.5-VL (image channel) built by tests
 The instances and the full JSON go to --out (default benchmarks/results/, git-ignored there). The
 published AtomCite numbers (another dataset, paid models) are printed beside ours as context.
 
+Also reported: operating points along the text channel's trade-off, one threshold per share of the
+calib split's supported claims it keeps (--recalls), each measured on the test split.
+
 Recorded (results/citations.json) with the default --seed, --evidence, --calib-fraction,
---bootstrap, --windows and --conservative.
+--bootstrap, --windows, --conservative and --recalls.
 """
 
 from __future__ import annotations
@@ -110,6 +113,8 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--windows", default="1,2,5", help="window sweep (the table uses 2)")
     ap.add_argument("--conservative", default="recall:0.8", help="calibration objective of the 2nd column")
+    ap.add_argument("--recalls", default="0.7,0.8,0.9,0.95",
+                    help="operating-point sweep: thresholds keeping these shares of the calib split's supported claims")
     ap.add_argument("--tiny", type=int, default=0, help="also run N test instances through tiny models")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results"))
     args = ap.parse_args()
@@ -154,6 +159,14 @@ def main() -> None:
                               seed=args.seed)
         sweep[w] = {k: r[k] for k in ("precision_after", "retention", "coverage", "fix_reach",
                                       "pages_judged_per_item")}
+    # Where the text channel's retention / precision trade-off lies: one calibrated threshold per target
+    # recall of the calib split's supported claims, everything else as the main column.
+    points = {}
+    for target in (float(x) for x in args.recalls.split(",") if x.strip()):
+        objective = f"recall:{target:g}"
+        r = cons_res if objective == args.conservative else run_citations(
+            index, instances, text="none", window=2, n_boot=args.bootstrap, seed=args.seed, objective=objective)
+        points[objective] = {k: r[k] for k in ("retention", "precision_after", "precision_before", "coverage")}
     c = main_res["counts"]
     title = (f"AtomCite no-model default on MMLongBench-Doc (93-doc subset), {args.evidence}-page evidence, "
              f"test split: {c['instances']} instances / {c['documents']} documents, window +-2, seed {args.seed}")
@@ -180,8 +193,12 @@ def main() -> None:
         print(f"  +-{w}: precision_after {pct(r['precision_after'])}  retention {pct(r['retention'])}  "
               f"coverage {pct(r['coverage'])}  fix_reach {pct(r['fix_reach'])}  "
               f"pages judged per item {r['pages_judged_per_item']:.2f}")
+    print("\noperating points (threshold calibrated to keep a share of the calib split's supported claims):")
+    for name, r in points.items():
+        print(f"  {name}: retention {pct(r['retention'])}  precision_after {pct(r['precision_after'])}  "
+              f"gain {pct(r['precision_after'] - r['precision_before'])}  coverage {pct(r['coverage'])}")
     result = {"summary": summary.to_dict(), "main": main_res, "page_only": page_res, "conservative": cons_res,
-              "window_sweep": sweep,
+              "window_sweep": sweep, "operating_points": points,
               "seconds": round(time.perf_counter() - t0, 1)}
     if args.tiny:
         print(f"\ntiny-model plumbing on {args.tiny} test instances (random weights: garbage by design) ...")
@@ -190,7 +207,7 @@ def main() -> None:
     path = out / f"{stem}.json"
     path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\nwrote {path} ({result['seconds']} s)")
-    changed = [k for k in ("seed", "evidence", "calib_fraction", "bootstrap", "windows", "conservative")
+    changed = [k for k in ("seed", "evidence", "calib_fraction", "bootstrap", "windows", "conservative", "recalls")
                if getattr(args, k) != ap.get_default(k)]
     write_result("citations", result, lambda: {
         "title": title,
@@ -200,7 +217,9 @@ def main() -> None:
         "coverage / fix_reach / pages judged per item: " + "; ".join(
             f"+-{w} {pct(r['precision_after']).strip()} / {pct(r['retention']).strip()} / "
             f"{pct(r['coverage']).strip()} / {pct(r['fix_reach']).strip()} / {r['pages_judged_per_item']:.2f}"
-            for w, r in sweep.items()) + ".",
+            for w, r in sweep.items()) + ". Operating points, retention / precision_after: " + "; ".join(
+            f"{n} {pct(r['retention']).strip()} / {pct(r['precision_after']).strip()}" for n, r in points.items())
+        + ".",
     }, args=args, full=not changed, why_not="non-default " + ", ".join(f"--{k.replace('_', '-')}" for k in changed))
 
 
