@@ -318,6 +318,15 @@ def test_a_row_of_movements_does_not_name_the_balance_and_items_have_a_statement
     assert label_match("cash and cash equivalents", "Net increase (decrease) in cash and equivalents") == 0.0
     assert label_match("d&a", "Depreciation and amortization of property, equipment and intangibles") == 1.0
     assert label_match("net PPNE", "Property, plant and equipment, net") == 1.0
+    # a label with another item's words, or a total that is not exactly the one named, is another item
+    for item, label in (("total assets", "Total current assets"), ("total liabilities", "Total liabilities and equity"),
+                        ("revenue", "Cost of revenue"), ("revenue", "Deferred revenue"), ("net income", "Adjusted net income"),
+                        ("short-term investments", "Cash, cash equivalents and short-term investments"),
+                        ("total liabilities", "Total accrued liabilities"), ("total assets", "Total other assets")):
+        assert label_match(item, label) == 0.0, (item, label)
+    assert label_match("net income", "Net loss") == 1.0 and label_match("gross profit", "Gross margin") == 1.0
+    assert label_match("operating income", "Earnings from operations") == 1.0
+    assert label_match("total assets", "TOTAL ASSETS") == 1.0 and label_match("cogs", "Total cost of sales") > 0.6
     assert label_match("sales", "Net sales") == 1.0 and label_match("stockholder equity", "Total stockholders' equity")
     assert [item_statement(i) for i in ("total current liabilities", "cogs", "d&a", "pp&e", "headcount")] == [
         BALANCE, INCOME, CASH_FLOW, BALANCE, None]
@@ -342,7 +351,8 @@ def test_an_expense_a_statement_prints_in_parentheses_counts_as_its_amount() -> 
     book = {("income tax expense", 2017): ("Provision for income taxes", -769.0),
             ("income before income taxes", 2017): ("Income before income taxes", 3806.0),
             ("interest", 2017): ("Interest expense", -848.0), ("long-term debt", 2017): ("Long-term debt", 24743.0),
-            ("long-term debt", 2016): ("Long-term debt", 7694.0)}
+            ("long-term debt", 2016): ("Long-term debt", 7694.0), ("cogs", 2020): ("Total cost of sales", -56744.0),
+            ("inventory", 2020): ("Inventories", 3545.0), ("inventory", 2019): ("Inventories", 3619.0)}
 
     def lookup(name: str, year: int) -> Operand | None:
         label, v = book.get((name.lower(), year), (None, None))
@@ -350,5 +360,7 @@ def test_an_expense_a_statement_prints_in_parentheses_counts_as_its_amount() -> 
 
     fa = evaluate("What is Amazon's FY2017 effective tax rate? Round your answer to three decimal places.", lookup)
     assert fa is not None and fa.text == "0.202"
+    fa = evaluate("What is the FY2020 inventory turnover ratio?", lookup)  # a cost printed "(56,744)"
+    assert fa is not None and fa.text == f"{56744 / ((3545 + 3619) / 2):.2f}"
     fa = evaluate("What is the FY2017 interest to average long-term debt ratio? Answer in percentage.", lookup)
     assert fa is not None and fa.text == f"{100 * 848 / ((24743 + 7694) / 2):.2f}%"

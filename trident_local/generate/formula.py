@@ -71,7 +71,8 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
              "total cost of revenue", "total cost of sales"),
     "cost of goods sold": ("cost of sales", "cost of revenue", "cost of revenues", "cost of products sold"),
     "revenue": (*_REVENUE, "sales"),
-    "net income": ("net earnings", "net income attributable", "net earnings attributable"),
+    "net income": ("net earnings", "net income attributable", "net earnings attributable", "net loss"),
+    "gross profit": ("gross margin",),
     "pp&e": _PPE,
     "ppne": _PPE,
     "net ppne": _PPE,
@@ -80,7 +81,8 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "inventories": _INVENTORY,
     "accounts receivable": ("accounts receivable", "receivables", "trade accounts receivable", "trade receivables"),
     "cash from operations": _CFO,
-    "operating income": ("operating income", "income from operations", "operating profit"),
+    "operating income": ("operating income", "income from operations", "operating profit", "earnings from operations",
+                         "operating earnings"),
     "capex": _CAPEX,
     "capital expenditure": _CAPEX,
     "capital expenditures": _CAPEX,
@@ -110,13 +112,18 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 # items that are amounts paid out or expenses, which a cash flow or income statement prints negative ("(4,625)")
 _PAID = re.compile(r"\b(?:capex|capital expenditures?|capital spending|dividends?|purchases?|repurchases?|payments?|"
-                   r"expenses?|provision)\b", re.I)
+                   r"expenses?|provision|costs?|cogs)\b", re.I)
 _LABEL_NOISE = {"and", "of", "the", "a", "an", "in", "for", "to", "note", "notes"}
 MIN_LABEL_MATCH = 0.5  # share of a row label's words that name the item, to read that row
 # a row label's qualifier: ", net", ", net of allowances", ", less accumulated depreciation", ", excluding ...",
 # and what a depreciation line is of ("Depreciation and amortization of property, equipment and intangibles")
 _LABEL_QUALIFIER = re.compile(r",\s*(?:net|less|excluding|including)\b.*$|\s+of\s+property\b.*$", re.I)
 MAX_DEPTH = 4  # names defined through other names
+# words that make a label another item than one whose name lacks them: "Total current assets", "Total
+# liabilities and equity", "Cost of revenue", "Deferred revenue", "Cash, cash equivalents and short-term
+# investments", "Adjusted net income", "Equity income (loss), net"
+_OTHER_ITEM_WORDS = frozenset({"current", "noncurrent", "long", "short", "deferred", "equity", "asset", "liability",
+                               "revenue", "income", "cost", "equivalent", "investment", "adjusted"})
 # words of a row that reports a movement of an item, not the item: "(Increase) decrease in accounts
 # receivable", "Purchases of short-term investments", "Net increase in cash and equivalents"
 _FLOW_WORDS = frozenset({"increase", "decrease", "change", "purchase", "proceed", "sale", "repayment", "issuance",
@@ -231,6 +238,10 @@ def label_match(item: str, label: str) -> float:
     for name in (item, *SYNONYMS.get(item.lower(), ())):
         iw = label_words(name)
         if (lw - iw) & _FLOW_WORDS:  # "Purchases of short-term investments" is not the investments' balance
+            continue
+        if ((short or lw) - iw) & _OTHER_ITEM_WORDS:  # "Total current assets" is not the total assets
+            continue
+        if "total" in iw and iw != (short or lw):  # a total is named exactly: not "Total accrued liabilities"
             continue
         if iw and iw <= lw:
             best = max(best, len(iw) / len(lw))
