@@ -13,8 +13,9 @@ Named ratios ("What is current ratio in FY2021 for Nike?", "the FY2019 fixed ass
 textbook definitions (:data:`NAMED`), for the year the question asks and the one before it where the
 definition averages a balance; a question that defines its metric is computed by its own definition
 instead. "X to Y ratio" ("R&D to asset ratio", "sales to working capital ratio") is X over Y of the
-same year. A ratio is a plain number unless the question asks for a percentage; an amount (working
-capital, EBITDA) is in the unit the question asks for.
+same year ("Average Y": over that year and the one before), "X as a % of Y" and a named margin are
+shares in percent. A ratio is a plain number unless the question asks for a percentage; an amount
+(working capital, EBITDA, free cash flow) is in the unit the question asks for.
 """
 
 from __future__ import annotations
