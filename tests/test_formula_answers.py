@@ -306,7 +306,10 @@ def test_a_named_amount_is_in_the_unit_asked_and_nothing_else_is_a_named_metric(
                      "How much higher is the accuracy of PaLM-2L compared to GPT-4 in 2023?",
                      "What was revenue in 2019? Round your answer to two decimal places.",
                      "What is the current ratio change from FY2020 to FY2021?",  # two years
-                     "What is Amazon's FY2017 operating profit margin before depreciation?"):  # another metric
+                     "What is Amazon's FY2017 operating profit margin before depreciation?",  # another metric
+                     # "X to Y" in prose is not a ratio
+                     "In 2019, by what percentage is the share saying jobs are difficult to find in their community?",
+                     "What percentage of respondents reported not conducting promotions to customers in 2015?"):
         assert metric_form(question) is None, question
 
 

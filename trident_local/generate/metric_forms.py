@@ -127,9 +127,14 @@ _ASKS_PERCENT = re.compile(r"\b(?:percent(?:age)?s?|per cent)\b|%", re.I)
 _YEAR = re.compile(r"\bFY ?((?:19|20)\d\d)\b|\b((?:19|20)\d\d)\b", re.I)
 _UNIT = re.compile(r"\b(?:in|usd|us\$|\$)\s+(?:usd\s+|us\$\s+|us dollars?\s+)?(thousands?|millions?|billions?)\b", re.I)
 _UNIT_SCALE = {"thousand": 1e-3, "million": 1.0, "billion": 1e3}
-# "X to Y ratio" / "X to Y for ...": each side a few words of a line item or a named metric
+# "X to Y ratio": each side a few words of a line item or a named metric
 _SIDE = r"[A-Za-z&][\w&'’-]*(?:\s+[A-Za-z&][\w&'’-]*){0,4}?"
-_X_TO_Y = re.compile(rf"({_SIDE})\s+to\s+({_SIDE})(?:\s+ratio\b|(?=\s*(?:for|of|in|at)\b|\s*[?.,]|\s*$))", re.I)
+_X_TO_Y = re.compile(rf"({_SIDE})\s+to\s+({_SIDE})\s+ratio\b", re.I)
+# without the word "ratio", only what the question asks for outright ("what is long-term debt to total
+# liabilities for Costco in FY2021?"), not prose ("jobs are difficult to find in their community")
+_X_TO_Y_ASKED = re.compile(rf"^\s*(?:what\s+(?:is|was)|what's)\s+(?:the\s+)?(?:[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){{0,3}}"
+                           rf"['’]s\s+)?(?:FY ?\d{{4}}\s+)?({_SIDE})\s+to\s+({_SIDE})(?=\s*(?:for|of|in|at)\b|\s*[?.,]|\s*$)",
+                           re.I)
 # the words before a ratio's first item: "what is", "Amazon's FY2017", "the"
 _BEFORE_ITEM = re.compile(r"^.*\b(?:is|are|was|the|what's|fy ?\d{4})\s+|^.*'s\s+", re.I)
 _NOT_ITEM = re.compile(r"\b(?:what|how|which|who|did|does|do|has|have|compared?|relative|due|according|equal|"
@@ -236,7 +241,7 @@ def named_metric(question: str) -> MetricForm | None:
     if year is None:
         return None
     expression, name = None, None
-    if (m := _X_TO_Y.search(sentence)) is not None:
+    if (m := _X_TO_Y.search(sentence) or _X_TO_Y_ASKED.search(sentence)) is not None:
         x, y = (_BEFORE_ITEM.sub("", g).strip() for g in m.groups())
         if x and y and not _NOT_ITEM.search(x) and not _NOT_ITEM.search(y):
             expression = f"{_side(x, year)} / {_side(y, year)}"
