@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from trident_local.generate.metric_forms import metric_form, named_expression
+from trident_local.generate.metric_forms import SCALES, metric_form, named_expression
 from trident_local.generate.spans import to_number
 from trident_local.regions.layout import Cell, PageLayout
 from trident_local.regions.locate import numbers, printed_numbers
@@ -48,7 +48,6 @@ _QUALIFIER = re.compile(r"\b(?:from|in|on|per) the [\w&' ]*?statements?\b|\bunad
 _DECIMALS = re.compile(r"round(?:ed)?[^.]*?\bto (?:the nearest )?(one|two|three|four|\d) decimal", re.I)
 _SCALE = re.compile(r"\bin\s+(thousands|millions|billions)\b", re.I)  # "(In\xa0thousands, except ...)"
 _HEADING_SCALE = re.compile(r"\((?:[^()]{0,40}?\b)?in\s+(thousands|millions|billions)\b[^()]{0,80}\)", re.I)
-SCALES = {"thousands": 1e-3, "millions": 1.0, "billions": 1e3}  # values are kept in millions
 _FACTOR = {1e-3: "0.001", 1e3: "1000"}  # how a scale is written in a computation
 _UNIT_FACTOR = re.compile(r"0\.0*1|10{3,}")  # a change of unit in a computation, not a value read from a page
 
@@ -393,6 +392,11 @@ def tokens(expr: str) -> list[str]:
     return out
 
 
+def _grouped(v: Value | None) -> Value | None:
+    """A named sub-expression's value, its written form in parentheses where it has an operator."""
+    return None if v is None else (v[0], v[1] if " " not in v[1] else f"({v[1]})")
+
+
 class _Evaluation:
     def __init__(self, defs: dict[str, str], year: int | None, lookup: Lookup):
         self.defs, self.year, self.lookup = defs, year, lookup
@@ -406,8 +410,7 @@ class _Evaluation:
     def operand(self, phrase: str, depth: int) -> Value | None:
         key = " ".join(phrase.lower().split())
         if key in self.defs:
-            v = self.expr(self.defs[key], depth + 1)
-            return None if v is None else (v[0], v[1] if " " not in v[1] else f"({v[1]})")
+            return _grouped(self.expr(self.defs[key], depth + 1))
         for rx, combine, show in ((_AVERAGE, lambda a, b: (a + b) / 2, "({a} + {b}) / 2"),
                                   (_CHANGE, lambda a, b: b - a, "({b} - {a})")):
             if m := rx.match(phrase):
@@ -422,10 +425,9 @@ class _Evaluation:
             outer, self.year = self.year, year
             v = self.expr(self.defs[phrase.lower()], depth + 1)
             self.year = outer
-            return None if v is None else (v[0], v[1] if " " not in v[1] else f"({v[1]})")
+            return _grouped(v)
         if year is not None and (named := named_expression(phrase, year)) is not None:  # "FY2015 working capital"
-            v = self.expr(named, depth + 1)
-            return None if v is None else (v[0], v[1] if " " not in v[1] else f"({v[1]})")
+            return _grouped(self.expr(named, depth + 1))
         op = None if year is None else self.item(phrase, year)
         return None if op is None else (op.value, op.written)
 

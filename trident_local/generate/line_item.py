@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from trident_local.generate.formula import SCALES, FormulaAnswer, Lookup, decimals
+from trident_local.generate.formula import FormulaAnswer, Lookup, decimals
+from trident_local.generate.metric_forms import SCALES, asked_scale, asking_sentence
 
 MAX_ITEM_WORDS = 7
 # A label must be mostly the item's name: "Total long-term debt" (half of it "total debt") is another
@@ -32,8 +33,6 @@ _COMPUTED = re.compile(r"\b(?:change|changes|growth|grow|grew|ratio|margin|avera
                        re.I)
 _ASKS = re.compile(r"^(?:.*?\b)?(what|how much)\b(.*)$", re.I | re.S)
 _YEARS = re.compile(r"\bFY ?((?:19|20)\d\d)\b|\b((?:19|20)\d\d)\b", re.I)
-_UNIT = re.compile(r"\b(?:in|usd|us\$|\$)\s+(?:usd\s+|us\$\s+|units of\s+|us dollars?\s+)?"
-                   r"(thousands?|millions?|billions?)\b", re.I)
 _UNIT_ASKED = re.compile(r"\b(?:please\s+)?(?:state\s+)?(?:answer|anwser|respond)\b.*$", re.I)
 _MONTH = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december|"
           r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?")
@@ -63,31 +62,22 @@ _TAIL = re.compile(r"\s*\b(?:amount|amounts|value|figure|balance|reported|for|of
 @dataclass
 class ItemQuestion:
     """What a one-item question asks for: the item's name, its fiscal year, and the unit of the answer
-    (a scale to millions, as :data:`~trident_local.generate.formula.SCALES`; None: as the page prints it)."""
+    (a scale to millions, as :data:`~trident_local.generate.metric_forms.SCALES`; None: as the page prints it)."""
 
     item: str
     year: int
     unit: float | None = None
 
 
-def _asking_sentence(question: str) -> str:
-    """The sentence that asks ("... Here's the question: what is Boeing's ... ?")."""
-    text = re.sub(r"\bwhat's\b", "what is", question, flags=re.I)
-    parts = re.split(r"(?<=[?!])\s*|(?<=\.)\s+|:\s+(?=(?:what|how)\b)", text, flags=re.I)
-    asking = [p for p in parts if re.search(r"\b(?:what|how much)\b", p, re.I)]
-    return asking[0] if asking else ""
-
-
 def item_question(question: str) -> ItemQuestion | None:
     """The item, year and unit ``question`` asks for, or None where it is not a one-item question."""
-    sentence = _asking_sentence(question)
+    sentence = asking_sentence(question)
     if not sentence or _COMPUTED.search(sentence):
         return None
     years = {int(a or b) for a, b in _YEARS.findall(sentence)}
     if len(years) != 1:
         return None
-    unit_m = _UNIT.search(question)
-    unit = SCALES[unit_m.group(1).lower().rstrip("s") + "s"] if unit_m else None
+    unit = asked_scale(question)
     m = _ASKS.match(sentence)
     if m is None:
         return None

@@ -125,8 +125,11 @@ _ALIASES: tuple[tuple[str, str], ...] = (
 )
 _ASKS_PERCENT = re.compile(r"\b(?:percent(?:age)?s?|per cent)\b|%", re.I)
 _YEAR = re.compile(r"\bFY ?((?:19|20)\d\d)\b|\b((?:19|20)\d\d)\b", re.I)
-_UNIT = re.compile(r"\b(?:in|usd|us\$|\$)\s+(?:usd\s+|us\$\s+|us dollars?\s+)?(thousands?|millions?|billions?)\b", re.I)
-_UNIT_SCALE = {"thousand": 1e-3, "million": 1.0, "billion": 1e3}
+SCALES = {"thousands": 1e-3, "millions": 1.0, "billions": 1e3}  # to millions, the unit values are kept in
+# the unit an answer is asked in: "Answer in USD millions", "in units of thousands", "(in $ billions)"
+_UNIT = re.compile(r"\b(?:in|usd|us\$|\$)\s+(?:usd\s+|us\$\s+|units of\s+|us dollars?\s+)?"
+                   r"(thousands?|millions?|billions?)\b", re.I)
+_SENTENCES = re.compile(r"(?<=[?!])\s*|(?<=\.)\s+|:\s+(?=(?:what|how)\b)", re.I)
 # "X to Y ratio": each side a few words of a line item or a named metric
 _SIDE = r"[A-Za-z&][\w&'’-]*(?:\s+[A-Za-z&][\w&'’-]*){0,4}?"
 _X_TO_Y = re.compile(rf"({_SIDE})\s+to\s+({_SIDE})\s+ratio\b", re.I)
@@ -195,11 +198,22 @@ def metric_form(question: str) -> MetricForm | None:
     return named_metric(q)
 
 
-def _asking(question: str) -> str:
-    """The sentence that asks ("... Here's the question: what is ...?"), up to its question mark."""
-    parts = [p for p in re.split(r"[?]|(?<=\.)\s+|:\s+(?=(?:what|how)\b)", question, flags=re.I) if p.strip()]
-    asking = [p for p in parts if re.search(r"\b(?:what|how much)\b", p, re.I)]
-    return asking[0] if asking else (parts[0] if parts else "")
+def sentences(question: str) -> list[str]:
+    """The question's sentences ("what's" read as "what is"), a colon before "what" or "how" ending one."""
+    text = re.sub(r"\bwhat's\b", "what is", question, flags=re.I)
+    return [p for p in _SENTENCES.split(text) if p.strip()]
+
+
+def asking_sentence(question: str) -> str:
+    """The sentence that asks ("... Here's the question: what is Boeing's ... ?"), or "" when none does."""
+    asking = [p for p in sentences(question) if re.search(r"\b(?:what|how much)\b", p, re.I)]
+    return asking[0] if asking else ""
+
+
+def asked_scale(question: str) -> float | None:
+    """The unit the answer is asked in, as a scale to millions (:data:`SCALES`); None when not asked."""
+    m = _UNIT.search(question)
+    return SCALES[m.group(1).lower().rstrip("s") + "s"] if m else None
 
 
 def _asked_year(question: str) -> int | None:
@@ -236,7 +250,7 @@ def _side(item: str, year: int) -> str:
 def named_metric(question: str) -> MetricForm | None:
     """A named ratio or amount of :data:`NAMED`, or "X to Y (ratio)", for the one year the question asks
     about; None when it names neither or asks about several years."""
-    sentence = _asking(question)
+    sentence = asking_sentence(question) or next(iter(sentences(question)), "")
     year = _asked_year(sentence) or _asked_year(question)
     if year is None:
         return None
@@ -251,8 +265,7 @@ def named_metric(question: str) -> MetricForm | None:
             return None
         expression = NAMED[name].format(y=year, p=year - 1)
     if name in AMOUNTS:
-        unit = _UNIT.search(question)
-        scale = _UNIT_SCALE[unit.group(1).lower().rstrip("s")] if unit else 1.0
+        scale = asked_scale(question) or 1.0
         if scale != 1.0:
             expression = f"({expression}) / {scale:g}"
         return MetricForm(expression, percent=False, unit=scale)

@@ -23,6 +23,8 @@ _NAMED = {
     BALANCE: re.compile(r"\b(?:balance sheets?|statements? of financial (?:position|condition))\b", re.I),
     CASH_FLOW: re.compile(r"\b(?:cash flows? statements?|statements? of (?:consolidated )?cash flows?)\b", re.I),
 }
+
+
 def _heading(*phrases: str) -> re.Pattern[str]:
     """A pattern for ``phrases`` written as a heading: each word capitalised or in capitals ("of" in lower
     case too; "s?" an optional plural; "Consolidated" may follow "of": "Statements of Consolidated Income"),
