@@ -40,6 +40,14 @@ def test_spans_carry_units_and_skip_years() -> None:
     assert nearest_span(unit, ["curtail"], "percent").text == "2.3%"
     assert nearest_span(unit, ["avail"], "percent").text == "98.6%"
     assert nearest_span("No numbers here.", ["x"], "count") is None
+    # each value in its own clause: the one whose clause names the question's words, not the first near them
+    listed = ("We filled 37% of new, salaried corporate positions with diverse employees; and filled 25% of new, "
+              "salaried field positions with female employees.")
+    assert nearest_span(listed, ["new", "salari", "field", "posit", "femal", "employe"], "percent").text == "25%"
+    # a contrast is one clause (its first part carries the sentence's frame, "a major reason", and would hold
+    # more of the question's words): nearness decides, as before
+    contrast = "About half (53%) say the federal response is a major reason, while nearly as many (49%) cite testing."
+    assert nearest_span(contrast, ["cite", "test", "major", "reason"], "percent").text == "49%"
     assert assigned_value("where r(p) is the rank and k = 60 as in prior work [2].", "k").text == "60"
     assert scale_words("Table 1: Revenue by region (million dollars)") == "million dollars"
 
@@ -57,6 +65,24 @@ def test_the_row_that_names_most_of_the_question_wins_over_a_shorter_one_it_also
     m = lookup(methods, "What score did PaLM-2L + Step-Back achieve in MMLU Physics?")
     assert m is not None and m.value == "73.2%"
     assert lookup(methods, "What score did PaLM-2L achieve in MMLU Chemistry?").value == "70.9%"
+
+
+def test_a_table_cell_listing_several_values_is_not_taken_as_one() -> None:
+    """A cell that runs a column's numbers together ("14 11 5") is not the value a number question asks for:
+    the answer comes from elsewhere (here the sentence that states it)."""
+    from trident_local.generate.evidence_answer import evidence_answer
+    from trident_local.models.profiles import build_model
+
+    text = "Table 2: Board meetings\nDirector | Meetings attended\nR. Shah | 14 11 5 6 2\nR. Shah attended 14 meetings."
+    obj = EvidenceObject("p1:table:1", "table", 1, (50, 90, 500, 140), "Table 2", "Table 2: Board meetings",
+                         "Director | Meetings attended\nR. Shah | 14 11 5 6 2")
+    page = Page(1, text, 600, 800, objects=[obj])
+    emb = build_model("embedder", "minilm")
+    a = evidence_answer("How many meetings did R. Shah attend?", [page], emb, threshold=0.0)
+    assert a.kind != "table-cell" and a.answer == "14"
+    from trident_local.generate.evidence_answer import _one_value
+
+    assert _one_value("73.2% (1.9%)") and _one_value("(1,174)") and not _one_value("Lock/unlock")
 
 
 def test_borderless_table_is_rebuilt_from_word_blocks() -> None:

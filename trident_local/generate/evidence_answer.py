@@ -55,6 +55,7 @@ from trident_local.generate.spans import (
 from trident_local.generate.statements import named_statements, statement_kinds
 from trident_local.generate.tables import CellMatch, Table, best_cell, page_tables
 from trident_local.models.protocols import TextEmbedder
+from trident_local.regions.locate import numbers
 from trident_local.retrieve.base import Hit
 from trident_local.store.index_store import IndexStore
 from trident_local.text import clean_question, idf_table, terms, weighted_overlap
@@ -102,6 +103,7 @@ _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(\[])|\n{2,}")
 _REFERENCE = re.compile(r"^\s*\[\d+\]\s")
 _MARKER = re.compile(r"\[\d+\]")  # an in-text citation marker, the whole span
 _FORMAT_HINT = re.compile(r"\b(int|integer|float|decimal)\b(?: format)?", re.I)
+_NOTE = re.compile(r"\([^()]*\)")  # a parenthesised note after a value: "73.2% (1.9%)"
 _SYMBOL = re.compile(r"(?<![\w'])([b-zB-HJ-Z])(?![\w'])")  # a one-letter symbol named by the question ("k")
 
 
@@ -205,6 +207,12 @@ def _features(p: Passage, kind: str, adjacent: float) -> dict[str, float]:
             "table": float(kind in ("computed", "table-cell")), "adjacent": adjacent}
 
 
+def _one_value(cell: str) -> bool:
+    """A cell states one value: "73.2% (1.9%)" (a value and its note) and "(1,174)" do; a column's numbers
+    run together ("14 11 5 6 2") or a label without a number do not answer a question asking for a number."""
+    return len(numbers(_NOTE.sub(" ", cell)) or numbers(cell)) == 1
+
+
 def _kind(question: str) -> str:
     """The expected kind; a question that names only its answer's format ("in int format") expects a number."""
     kind = expected_kind(question)
@@ -245,7 +253,7 @@ def _choose(question: str, core: str, ranked: list[Passage], tables: list[Table]
     best = valued[0]
     if kind in NUMERIC:
         cell = best_cell(tables, core)
-        if cell is not None:
+        if cell is not None and _one_value(cell.value):
             row = next((p for p in ranked if p.text == cell.support), None)
             if row is not None and row.score >= CELL_MARGIN * best.score:
                 scale = scale_words(cell.table.title)

@@ -2,10 +2,11 @@
 
 A question such as "How many megawatts ..." expects a count, "What percentage ..."
 a percentage, "Who ..." a name. A passage is searched for spans of that kind
-(number with its unit, percentage, money, date or year, name), and the one
-nearest to where the question's words occur is taken: a value usually follows
-what it measures ("curtailment fell to 2.3%"), so a span before an anchor counts
-as three times as far as one after it. Scale words ("in millions", "million
+(number with its unit, percentage, money, date or year, name), and the one whose
+clause (between semicolons, bullets and sentence ends) names the most of the
+question's words is taken; among those, the one nearest to where the question's
+words occur: a value usually follows what it measures ("curtailment fell to 2.3%"),
+so a span before an anchor counts as three times as far as one after it. Scale words ("in millions", "million
 dollars") are read from the passage so that an answer can carry its unit.
 """
 
@@ -51,6 +52,9 @@ _UNIT_AFTER = re.compile(
     r"questions?|documents?|[a-z]{2,}s\b)",
     re.I,
 )
+# Where a clause ends: a semicolon, a bullet or a sentence end. Not a contrast ("X say ..., while 49% cite
+# Y"): its first clause carries the sentence's frame, so it would hold more of the question's words.
+_CLAUSE_END = re.compile(r"[;\u2022\uf0b7]|(?<=[.!?])\s+")
 _SCALE = re.compile(r"\b(?:in\s+)?(thousands?|millions?|billions?)\b(?:\s+(?:of\s+)?(dollars|usd|euros?|rmb|yuan))?",
                     re.I)
 
@@ -144,9 +148,13 @@ def assigned_value(text: str, symbol: str) -> Span | None:
 
 
 def nearest_span(text: str, anchors: Sequence[str], kind: str, exclude: Sequence[str] = ()) -> Span | None:
-    """The span of ``kind`` nearest to where the ``anchors`` (lower-case words) occur in ``text``.
+    """The span of ``kind`` whose clause holds the most of the ``anchors`` (lower-case words or stems),
+    the one nearest to where they occur breaking ties.
 
-    Spans whose text is in ``exclude`` (words of the question itself, e.g. its years or names) are skipped.
+    A passage often lists several values, each in its own clause ("filled 37% of new corporate positions
+    with ...; filled 25% of new field positions with female employees"): the clause that names what the
+    question asks about is the one to read. Spans whose text is in ``exclude`` (words of the question
+    itself, e.g. its years or names) are skipped.
     """
     low_ex = {e.lower() for e in exclude}
     spans = [s for s in find_spans(text, kind) if s.text.lower() not in low_ex]
@@ -154,12 +162,19 @@ def nearest_span(text: str, anchors: Sequence[str], kind: str, exclude: Sequence
         return None
     low = text.lower()
     found = [(i, i + len(a)) for a in anchors if a and (i := low.find(a)) >= 0] or [(0, 0)]
+    seps = [(m.start(), m.end()) for m in _CLAUSE_END.finditer(text)]
+
+    def named(s: Span) -> int:
+        lo = max((e for _, e in seps if e <= s.start), default=0)
+        hi = min((b for b, _ in seps if b >= s.start + len(s.text)), default=len(text))
+        clause = low[lo:hi]
+        return sum(1 for a in set(anchors) if a and re.search(rf"(?<!\w){re.escape(a)}", clause))
 
     def distance(s: Span) -> float:
         return min(s.start - end if s.start >= end else 3 * max(0, a_start - (s.start + len(s.text)))
                    for a_start, end in found)
 
-    return min(spans, key=distance)
+    return min(spans, key=lambda s: (-named(s), distance(s)))
 
 
 _HOW_MANY = re.compile(r"\bhow many\s+(?:more\s+|of\s+the\s+|different\s+|distinct\s+|total\s+)?([A-Za-z][\w-]*)",
