@@ -344,6 +344,15 @@ def test_ask_computes_a_named_ratio_without_a_definition(filing: Index) -> None:
     assert a.text == f"{8147 / 7000:.2f}" and [c.page for c in a.citations] == [1, 2]
 
 
+def test_whether_a_metric_is_positive_is_answered_yes_or_no_with_its_value(filing: Index) -> None:
+    defined = (" Cash surplus is defined as: (FY2019 cash and cash equivalents) - (FY2019 inventories). "
+               "Answer in USD millions.")
+    a = ask(filing, "Does Acme have a positive cash surplus in FY2019?" + defined).answer
+    assert a.text == a.candidate == "No: -442.00" and a.computation.startswith("-442.00 = ")
+    assert ask(filing, "Did Acme have a negative cash surplus in FY2019?" + defined).answer.text == "Yes: -442.00"
+    assert ask(filing, "What is Acme's FY2019 cash surplus?" + defined).answer.text == "-442.00"  # not yes/no
+
+
 def test_a_one_item_question_says_where_to_read_it_and_the_company_may_start_with_a_digit() -> None:
     asked = item_question("What is the FY2018 capital expenditure amount (in USD millions) for 3M based on cash flow "
                           "statement?")

@@ -411,9 +411,10 @@ def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,
     first = fa.operands[0]
     how = ("computed from the question's definition" if definitions(question) else
            "computed from the metric's standard formula" if computes(question) else "read from the line item's row")
+    reply = signed_reply(question, fa)
     return Answer(
         question,
-        fa.text if confidence >= cut else ABSTAIN,
+        reply if confidence >= cut else ABSTAIN,
         STRATEGY,
         cites,
         gate=f"no chat model: {how} (confidence {confidence:.2f}, "
@@ -423,6 +424,19 @@ def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,
         seconds=time.perf_counter() - t0,
         confidence=confidence,
         computation=fa.shown,
-        candidate=fa.text,
+        candidate=reply,
         features=features,
     )
+
+
+_SIGN_ASKED = re.compile(r"^\s*(?:does|did|is|was|were|are|has|have|had)\b[^?]*?\b(positive|negative)\b", re.I)
+
+
+def signed_reply(question: str, fa: FormulaAnswer) -> str:
+    """The metric's value, led by "Yes" or "No" when the question asks whether it is positive or negative
+    ("Does X have positive working capital?" is answered "No: -1,561", not "-1,561")."""
+    m = _SIGN_ASKED.search(question)
+    if m is None:
+        return fa.text
+    yes = fa.value > 0 if m.group(1).lower() == "positive" else fa.value < 0
+    return f"{'Yes' if yes else 'No'}: {fa.text}"
