@@ -26,7 +26,7 @@ RESULTS = BENCH / "results"
 # Kernels, then indexing, retrieval quality, verification and tracing, serving and engines.
 ORDER = [
     "maxsim", "ann", "indexing", "embedding", "embedder_startup", "page_embedding", "retrieval", "peer_langchain",
-    "dense_windows", "retrieval_gate", "trident_rerank", "grounding", "defined_metrics", "regions_cost",
+    "dense_windows", "retrieval_gate", "trident_rerank", "grounding", "defined_metrics", "regions_cost", "regions_index_cost",
     "calibrate_rerank_gate", "make_doc_split", "calibrate_abstention", "citations", "littrace",
     "service_load", "chat_batching", "engine_throughput", "gpu_caption_throughput",
 ]
