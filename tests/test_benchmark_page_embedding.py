@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from benchmark_module import load
 
 pytestmark = pytest.mark.integration
 
@@ -14,9 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_toy_run_writes_one_row_per_batch_size(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("page_embedding", REPO / "benchmarks" / "page_embedding.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load("page_embedding")
     out = tmp_path / "pe.json"
     pdf = str(REPO / "samples" / "sparse_page_retrieval.pdf")
     argv = ["--tiny", "--pdfs", pdf, "--pages", "3", "--batch-sizes", "1", "2", "--repeats", "1", "--out", str(out)]

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
+from benchmark_module import load
 from pdf_factory import text_pdf
 
 from trident_local.docs.ingest import ingest_pdf
 from trident_local.models.backends.tesseract_ocr import TesseractOCR
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _bench():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("regions_index_cost", REPO / "benchmarks" / "regions_index_cost.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
-
 
 def test_the_without_arm_drops_the_line_boxes_and_puts_them_back(tmp_path: Path) -> None:
-    bench = _bench()
+    bench = load("regions_index_cost")
     pdf = text_pdf(tmp_path / "a.pdf", ["Revenue grew to 95.2 million dollars in 2023."])
     assert any(b.lines for p in ingest_pdf(pdf).pages for b in p.blocks)
     with bench.without_line_boxes():

@@ -3,7 +3,6 @@ results (benchmarks/results/<name>.json, written by benchmarks/_results.py), and
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -11,20 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from benchmark_module import load
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks"
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-report = _load("report")
-results = _load("_results")
+report = load("report")
+results = load("_results")
 
 FAKE = {
     "name": "alpha",

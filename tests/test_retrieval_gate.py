@@ -3,21 +3,16 @@ fixed slice of both development sets may not fall more than the tolerance below 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_module import load
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _gate():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("retrieval_gate", REPO / "benchmarks" / "retrieval_gate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("retrieval_gate")
 
 
 def test_regressions_name_each_drop_past_the_tolerance() -> None:
