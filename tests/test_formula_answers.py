@@ -344,6 +344,31 @@ def test_ask_computes_a_named_ratio_without_a_definition(filing: Index) -> None:
     assert a.text == f"{8147 / 7000:.2f}" and [c.page for c in a.citations] == [1, 2]
 
 
+def test_an_item_the_statement_does_not_print_comes_from_its_own_rows_not_from_a_note(tmp_path) -> None:
+    """No "Total liabilities" row on the balance sheet and no gross margin row on the income statement: they
+    are derived from the statements' own rows (total liabilities and equity less total equity; revenue less
+    cost of sales), not read from a note's rows of the same name (a plan's liabilities, a quarter's margin)."""
+    import pymupdf
+    from pdf_factory import statement_page
+
+    path = tmp_path / "globex_2019_10k.pdf"
+    doc = pymupdf.open()
+    statement_page(doc, "Globex Corporation Consolidated Statements of Income", [
+        ("Net sales", "10,000", "9,000"), ("Cost of sales", "6,000", "5,500")], scale="(in millions)")
+    statement_page(doc, "Globex Corporation Consolidated Balance Sheets", [
+        ("Total current assets", "4,000", "3,500"), ("Total assets", "20,000", "18,000"),
+        ("Total current liabilities", "3,000", "2,800"), ("Total equity", "5,000", "4,500"),
+        ("Total liabilities and equity", "20,000", "18,000")], scale="(in millions)")
+    statement_page(doc, "Note 9 - Pension plans and quarterly results (unaudited)", [
+        ("Total liabilities", "112", "100"), ("Gross margin", "1,200", "1,100")], scale="(in millions)")
+    doc.save(path)
+    idx = indexed(tmp_path, path)
+    a = ask(idx, "What is Globex's FY2019 debt ratio?").answer
+    assert a.text == "0.75" and "20,000 - 5,000" in a.computation and {c.page for c in a.citations} == {2}
+    a = ask(idx, "What is Globex's FY2019 gross margin?").answer
+    assert a.text == "40.00%" and "10,000 - 6,000" in a.computation and {c.page for c in a.citations} == {1}
+
+
 def test_whether_a_metric_is_positive_is_answered_yes_or_no_with_its_value(filing: Index) -> None:
     defined = (" Cash surplus is defined as: (FY2019 cash and cash equivalents) - (FY2019 inventories). "
                "Answer in USD millions.")

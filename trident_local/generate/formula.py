@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from trident_local.generate.metric_forms import SCALES, metric_form, named_expression
+from trident_local.generate.metric_forms import SCALES, derived_expression, metric_form, named_expression
 from trident_local.generate.spans import to_number
 from trident_local.regions.layout import Cell, PageLayout
 from trident_local.regions.locate import numbers, printed_numbers
@@ -144,6 +144,8 @@ class Operand:
     scale: float = 1.0  # to millions: 0.001 on a page "(in thousands)"
     bbox: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # the value's cell
     label_bbox: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # its row's label
+    # read elsewhere than on the statement that prints such items, though the document has that statement
+    off_statement: bool = False
 
     @property
     def written(self) -> str:
@@ -429,6 +431,15 @@ class _Evaluation:
         if year is not None and (named := named_expression(phrase, year)) is not None:  # "FY2015 working capital"
             return _grouped(self.expr(named, depth + 1))
         op = None if year is None else self.item(phrase, year)
+        if year is not None and (op is None or op.off_statement) and (
+                derived := derived_expression(" ".join(_QUALIFIER.sub(" ", phrase).split()), year)):
+            trial = _Evaluation(self.defs, year, self.lookup)  # from the statement's own rows, or not at all
+            got = trial.expr(derived, depth + 1)
+            if got is not None and trial.operands and not any(o.off_statement for o in trial.operands):
+                if op is not None:
+                    self.operands.remove(op)
+                self.operands += trial.operands
+                return _grouped(got)
         return None if op is None else (op.value, op.written)
 
     def item(self, name: str, year: int) -> Operand | None:
@@ -516,6 +527,8 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5, pr
         home = [p for p, kd in (statements or {}).items() if kd == kind and p not in prefer]
         op = (best_row(name, year, prefer) or best_row(name, year, home) or best_row(name, year, near)
               or best_row(name, year, rest))
+        if op is not None and home and op.page not in home and op.page not in prefer:
+            op = replace(op, off_statement=True)
         if op is not None and op.page not in used:
             used.append(op.page)
         return op

@@ -89,6 +89,14 @@ NAMED: dict[str, str] = {
     "net margin": "(FY{y} net income) / (FY{y} revenue)",
     "ebitda margin": "(FY{y} ebitda) / (FY{y} revenue)",
 }
+# Items a statement may leave unprinted, from the rows it does print: read this way where the item's own row
+# is not on the statement that prints such items (Boeing's and Coca-Cola's balance sheets have no "Total
+# liabilities" row, and a note's is a segment's or a plan's; General Mills' income statement has no gross
+# margin row, and a quarterly table's is a quarter's)
+DERIVED: dict[str, str] = {
+    "total liabilities": "(FY{y} total liabilities and equity) - (FY{y} total equity)",
+    "gross profit": "(FY{y} revenue) - (FY{y} cogs)",
+}
 PERCENTS = frozenset({"gross margin", "operating margin", "net margin", "ebitda margin"})  # answered in percent
 AMOUNTS = frozenset({"working capital", "ebitda", "free cash flow"})
 # how questions name them (lower case; matched as whole words)
@@ -237,6 +245,12 @@ def named_expression(phrase: str, year: int) -> str | None:
     operand that is itself a metric ("FY2015 working capital", "FY2021 EBITDA") is computed."""
     name = _named(phrase, whole=True)
     return None if name is None else NAMED[name].format(y=year, p=year - 1)
+
+
+def derived_expression(item: str, year: int) -> str | None:
+    """How the statement's own rows give ``item`` (:data:`DERIVED`) for fiscal year ``year``, or None."""
+    form = DERIVED.get(" ".join(item.lower().split()))
+    return None if form is None else form.format(y=year)
 
 
 def _side(item: str, year: int) -> str:
