@@ -367,6 +367,8 @@ def test_an_item_the_statement_does_not_print_comes_from_its_own_rows_not_from_a
     assert a.text == "0.75" and "20,000 - 5,000" in a.computation and {c.page for c in a.citations} == {2}
     a = ask(idx, "What is Globex's FY2019 gross margin?").answer
     assert a.text == "40.00%" and "10,000 - 6,000" in a.computation and {c.page for c in a.citations} == {1}
+    assert a.support.count("Net sales (2019)") == 1  # read once, used twice: listed and boxed once
+    assert len([r for c in a.citations for r in c.regions if r["kind"] == "cell"]) == 2
 
 
 def test_whether_a_metric_is_positive_is_answered_yes_or_no_with_its_value(filing: Index) -> None:

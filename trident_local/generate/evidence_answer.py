@@ -405,9 +405,10 @@ def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,
     cut = TABLE_CONFIDENCE.threshold if threshold is None else threshold
     from trident_local.generate.answer import citations
 
-    cites = citations(store, [Hit(o.doc_id, o.page, 0.0) for o in fa.operands])  # one per page, in order
+    read = list({(o.doc_id, o.page, o.bbox): o for o in fa.operands}.values())  # a cell used twice, once
+    cites = citations(store, [Hit(o.doc_id, o.page, 0.0) for o in read])  # one per page, in order
     for c in cites:
-        c.regions = [r for o in fa.operands if (o.doc_id, o.page) == (c.doc_id, c.page) for r in o.regions()]
+        c.regions = [r for o in read if (o.doc_id, o.page) == (c.doc_id, c.page) for r in o.regions()]
     first = fa.operands[0]
     how = ("computed from the question's definition" if definitions(question) else
            "computed from the metric's standard formula" if computes(question) else "read from the line item's row")
@@ -419,7 +420,7 @@ def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,
         cites,
         gate=f"no chat model: {how} (confidence {confidence:.2f}, "
              f"threshold {cut:.2f})",
-        support="; ".join(f"{o.label} ({o.year}): {o.printed} (p. {o.page})" for o in fa.operands),
+        support="; ".join(f"{o.label} ({o.year}): {o.printed} (p. {o.page})" for o in read),
         support_page=first.page,
         seconds=time.perf_counter() - t0,
         confidence=confidence,
