@@ -88,12 +88,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="pairs per set, alternating which goes first")
     args = ap.parse_args()
 
-    from trident_local.index import Index  # noqa: F401  (imports and model load out of the timings)
-
     figures: dict[str, dict] = {}
     rows = []
     warm = [args.data / SETS["text"][0]]
-    index_once(warm, True)  # loads the embedder and warms the caches for both variants
+    index_once(warm, True)  # imports, loads the embedder and warms the caches: out of the timings
     for name in args.sets.split(","):
         files = [args.data / f for f in SETS[name]]
         runs: dict[str, list[dict]] = {"with": [], "without": []}

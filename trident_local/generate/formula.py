@@ -430,26 +430,39 @@ class _Evaluation:
             return _grouped(v)
         if year is not None and (named := named_expression(phrase, year)) is not None:  # "FY2015 working capital"
             return _grouped(self.expr(named, depth + 1))
-        op = None if year is None else self.item(phrase, year)
-        if year is not None and (op is None or op.off_statement) and (
-                derived := derived_expression(" ".join(_QUALIFIER.sub(" ", phrase).split()), year)):
+        if year is None:
+            return None
+        name = _item_name(phrase)
+        op = self.read(name, year)
+        if (op is None or op.off_statement) and (derived := derived_expression(name, year)):
             trial = _Evaluation(self.defs, year, self.lookup)  # from the statement's own rows, or not at all
             got = trial.expr(derived, depth + 1)
             if got is not None and trial.operands and not any(o.off_statement for o in trial.operands):
-                if op is not None:
-                    self.operands.remove(op)
                 self.operands += trial.operands
                 return _grouped(got)
-        return None if op is None else (op.value, op.written)
+        if op is None:
+            return None
+        self.operands.append(op)
+        return op.value, op.written
 
     def item(self, name: str, year: int) -> Operand | None:
-        name = " ".join(_QUALIFIER.sub(" ", name).split())
-        op = self.lookup(name, year) if name else None
-        if op is not None and (_PAID.search(name) or _PAID.search(op.label)) and op.value < 0:  # "(4,625)": paid out
-            op = replace(op, value=-op.value, printed=op.printed.strip("()-"))
+        """The line item ``name`` of ``year``, kept as an operand of the computation."""
+        op = self.read(_item_name(name), year)
         if op is not None:
             self.operands.append(op)
         return op
+
+    def read(self, name: str, year: int) -> Operand | None:
+        """The line item's row; an amount paid out that the statement prints "(4,625)" counts as 4,625."""
+        op = self.lookup(name, year) if name else None
+        if op is not None and (_PAID.search(name) or _PAID.search(op.label)) and op.value < 0:
+            op = replace(op, value=-op.value, printed=op.printed.strip("()-"))
+        return op
+
+
+def _item_name(phrase: str) -> str:
+    """A line item's name without where the question says to read it ("... in the income statement")."""
+    return " ".join(_QUALIFIER.sub(" ", phrase).split())
 
 
 def evaluate(question: str, lookup: Lookup) -> FormulaAnswer | None:
