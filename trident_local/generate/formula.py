@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from trident_local.generate.metric_forms import SCALES, derived_expression, metric_form, named_expression
 from trident_local.generate.spans import to_number
-from trident_local.regions.layout import Cell, PageLayout
+from trident_local.regions.layout import Cell, PageLayout, Region
 from trident_local.regions.locate import numbers, printed_numbers
 
 if TYPE_CHECKING:
@@ -152,11 +152,10 @@ class Operand:
         """The operand in a written-out computation: as printed, times its scale where that is not 1."""
         return self.printed if self.scale == 1.0 else f"({self.printed} * {_FACTOR[self.scale]})"
 
-    def regions(self) -> list[dict]:
+    def regions(self) -> list[Region]:
         """The cell and its row label, as citation regions."""
-        return [{"page": self.page, "bbox": [round(v, 1) for v in self.bbox], "kind": "cell", "text": self.printed},
-                {"page": self.page, "bbox": [round(v, 1) for v in self.label_bbox], "kind": "row-header",
-                 "text": self.label}]
+        return [Region(self.page, tuple(self.bbox), "cell", self.printed),
+                Region(self.page, tuple(self.label_bbox), "row-header", self.label)]
 
 
 @dataclass
