@@ -222,6 +222,13 @@ def _singular(word: str) -> str:
     return word
 
 
+def _may_hold(lowered: str, words: set[str]) -> bool:
+    """Whether a text (lower case) can hold every one of :func:`label_words`' ``words``: each, or its
+    "-ies" plural, occurs in it. A substring test, so that only the pages that pass pay for their word
+    set (reading every page's words for every line item was most of a filing search's time)."""
+    return all(w in lowered or (w.endswith("y") and w[:-1] + "ies" in lowered) for w in words)
+
+
 def label_match(item: str, label: str) -> float:
     """How well a row label names ``item`` (or a common name for it): 0 unless the label holds every word
     of the name ("Other current assets" does not name total current assets), else the share of the
@@ -534,7 +541,7 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5, pr
         # the other pages that print the year and every word of one of the names: only those get a layout
         wanted = [label_words(n) for n in names]
         rest = [p.number for p in doc.pages if p.number not in near and str(year) in p.text
-                and any(ws and ws <= label_words(p.text) for ws in wanted)]
+                and any(ws and _may_hold(p.text.lower(), ws) and ws <= label_words(p.text) for ws in wanted)]
         kind = item_statement(name)
         home = [p for p, kd in (statements or {}).items() if kd == kind and p not in prefer]
         op = (best_row(name, year, prefer) or best_row(name, year, home) or best_row(name, year, near)
