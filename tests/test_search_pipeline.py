@@ -16,7 +16,7 @@ from trident_local.cli import app
 from trident_local.errors import TridentError
 from trident_local.index import Index
 from trident_local.regions.layout import Region
-from trident_local.search import DEPTH, Lead, finder_names, parse_finders, register_finder
+from trident_local.search import Lead, finder_names, parse_finders, register_finder
 
 TURNOVER = ("What is Acme's FY2019 inventory turnover ratio? Inventory turnover ratio is defined as: "
             "(FY2019 COGS) / (average inventory between FY2018 and FY2019). Round your answer to two decimal "
@@ -71,7 +71,7 @@ def test_unknown_finder_is_a_clear_error(filing: Index) -> None:
 
 def test_a_short_search_is_the_head_of_a_long_one(filing: Index) -> None:
     for q in QUESTIONS:
-        long = [f.key for f in search(filing, q, k=DEPTH, regions=False)]
+        long = [f.key for f in search(filing, q, k=filing.config.pool_size, regions=False)]
         assert [f.key for f in search(filing, q, k=5)] == long[:5]
 
 

@@ -14,9 +14,9 @@ evidence is on by other means than word overlap (the filings reader: the rows it
 from). Their pages go first, scored as the pool's best page, each with the regions the finder read. A
 finder is switched off by leaving its name out of ``finders``.
 
-The pool is always read :data:`DEPTH` pages deep (the ask's candidate pool), whatever ``k``: the finders
-see the same pages for a 5-page search and a 20-page ask, so ``search(k=5)`` is the head of
-``search(k=20)``.
+The pool is always read ``index.config.pool_size`` pages deep (the ask's candidate pool, M = 20 by
+default), whatever ``k``: the finders see the same pages for a 5-page search and a 20-page ask, so
+``search(k=5)`` is the head of the ask's pages.
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ from trident_local.retrieve.base import Hit
 
 if TYPE_CHECKING:
     from trident_local.index import Index
-
-DEPTH = 20  # pages read from the pool before the finders and the cut to k (the ask's pool size)
 
 
 @dataclass
@@ -132,7 +130,7 @@ def search(
         raise TridentError(f"k must be at least 1, not {k}")
     query = Query.of(question)
     names = parse_finders(finders)
-    hits = index.search(query, pool=pool, doc=doc, k=max(k, DEPTH))
+    hits = index.search(query, pool=pool, doc=doc, k=max(k, index.config.pool_size))
     if not hits:
         return []
     leads: dict[tuple[str, int], PageHit] = {}
