@@ -217,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         "--tiny", action="store_true", help="toy config (CPU smoke test; timings meaningless)"
     )
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument("--until-oom", action="store_true",
+                        help="stop at the first batch size that runs out of device memory, and report it")
     args = parser.parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -235,8 +237,18 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(pages)} pages, built in {build_s:.1f} s; render {render_ms or float('nan'):.1f} CPU-ms/page"
     )
     rows = []
+    oom_at = None
     for batch in args.batch_sizes:
-        rows.append(measure(emb, pages, batch, args.repeats))
+        try:
+            rows.append(measure(emb, pages, batch, args.repeats))
+        except torch.OutOfMemoryError:
+            if not args.until_oom:
+                raise
+            oom_at = batch  # the memory limit: larger batches would not fit either
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()
+            print(f"  batch {batch:>3}: out of memory; larger batch sizes not tried", flush=True)
+            break
         r = rows[-1]
         print(
             f"  batch {batch:>3}: {r['pages_per_s']:7.2f} pages/s (sequential {r['sequential_pages_per_s']:.2f}), "
@@ -261,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         "parameters": n_params,
         "dtype": args.dtype,
         "render_cpu_ms_per_page": render_ms,
+        "out_of_memory_at_batch": oom_at,
         "build_seconds": build_s,
         "torch": torch.__version__,
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},

@@ -27,7 +27,7 @@ RESULTS = BENCH / "results"
 ORDER = [
     "maxsim", "ann", "indexing", "embedding", "embedder_startup", "page_embedding", "retrieval", "peer_langchain",
     "dense_windows", "retrieval_gate", "trident_rerank", "grounding", "defined_metrics", "regions_cost", "regions_index_cost",
-    "calibrate_rerank_gate", "make_doc_split", "calibrate_abstention", "citations", "littrace",
+    "calibrate_rerank_gate", "make_doc_split", "calibrate_abstention", "citations", "judge_floor", "littrace",
     "service_load", "chat_batching", "engine_throughput", "gpu_caption_throughput",
 ]
 # Scripts that record more than one result: name -> a string the recording command contains.

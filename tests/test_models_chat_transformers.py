@@ -97,3 +97,20 @@ def test_bitsandbytes_loading(quantization: str, tmp_path: Path) -> None:
     assert layer == {"bnb-4bit": "Linear4bit", "bnb-8bit": "Linear8bitLt"}[quantization]
     out = m.chat([ask("hello", 3), ask("Revenue grew", 2)])
     assert [(r.error, r.completion_tokens) for r in out] == [(None, 3), (None, 2)]
+
+
+@pytest.mark.gpu
+def test_vlm_chat_on_cuda(tmp_path: Path) -> None:
+    """The transformers backend on a GPU: the tiny Qwen2.5-VL on CUDA takes a page image and answers;
+    scripts/gpu_check.sh runs it on a lent GPU."""
+    import torch
+
+    qwen = build_model("chat", tiny_chat_profile(tmp_path, "qwen25vl", device="cuda"))
+    assert next(qwen.model.parameters()).is_cuda
+    page = ImagePart(Image.new("RGB", (180, 240), "white"))
+    out = qwen.chat([ChatRequest([Message("user", [page, "what is on the page"])], SamplingParams(max_tokens=6)),
+                     ChatRequest([Message("user", "hello")], SamplingParams(max_tokens=4))])
+    assert [r.error for r in out] == [None, None]
+    assert [r.completion_tokens for r in out] == [6, 4]
+    assert out[0].prompt_tokens >= out[1].prompt_tokens + 14  # 12 visual tokens + start and end
+    assert torch.cuda.max_memory_allocated() > 0

@@ -24,4 +24,7 @@ for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.ends
 
 
 def main() -> None:
+    from trident_local.models.engine_guard import interrupt_ends_engines
+
+    interrupt_ends_engines()  # a command that started an engine ends at once on Ctrl-C, engine included
     app()

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trident_local.generate.records import Answer
+from trident_local.verify.floor import no_content
 
 if TYPE_CHECKING:
     from trident_local.index import Index
@@ -39,6 +40,7 @@ class CheckedClaim:
     new_page: int | None = None
     flags: list[str] = field(default_factory=list)
     why: str = ""
+    support_score: float | None = None  # the no-model scorer's, beside a model judge's verdict
 
 
 @dataclass
@@ -83,7 +85,8 @@ def _claims(answer: Answer) -> tuple[str, list[Any]]:
             return doc_id, parsed.claims
     except ValueError:
         pass
-    return doc_id, [Claim(f"{answer.question.strip()} - {answer.text.strip()}", [page], "c1", 0, "given")]
+    return doc_id, [Claim(f"{answer.question.strip()} - {answer.text.strip()}", [page], "c1", 0, "given",
+                          answer=answer.text.strip())]
 
 
 def _status(claims: list[CheckedClaim]) -> str:
@@ -106,6 +109,13 @@ def self_check(index: Index, answer: Answer, *, window: int = 2) -> SelfCheck:
     rechecked = recheck_computation(index, answer, window)
     if rechecked is not None:
         return rechecked
+    empty = no_content(answer.text)
+    if empty and answer.citations:  # nothing to judge: flagged before any judge is asked
+        page = answer.support_page or answer.citations[0].page
+        claim = CheckedClaim(f"{answer.question.strip()} - {answer.text.strip()}", page, "unsupported", "flag",
+                             flags=["no-content"], why=empty)
+        return SelfCheck(FLAGGED, [claim], {"floor": "no-model content check"}, 0,
+                         round(time.perf_counter() - t0, 4), 0, window)
     doc_id, claims = _claims(answer)
     if not claims:
         return SelfCheck(NOTHING, [], {}, 0, 0.0, 0, window)
@@ -117,8 +127,9 @@ def self_check(index: Index, answer: Answer, *, window: int = 2) -> SelfCheck:
         flags = list(r.flags)
         if r.action == "remove":
             flags.append("unsupported")  # the answer keeps the claim; the reader sees it flagged
-        why = next((j.rationale or (j.error or "") for j in r.judgements if j.rationale or j.error), "")
-        checked.append(CheckedClaim(r.claim.text, r.cited_page, r.verdict, r.action, r.new_page, flags, why))
+        why = r.floor or next((j.rationale or (j.error or "") for j in r.judgements if j.rationale or j.error), "")
+        score = next((j.support_score for j in r.judgements if j.support_score is not None), None)
+        checked.append(CheckedClaim(r.claim.text, r.cited_page, r.verdict, r.action, r.new_page, flags, why, score))
     _repoint(answer, doc_id, checked)
     return SelfCheck(_status(checked), checked, v.judges, v.model_calls - calls0,
                      round(time.perf_counter() - t0, 4), v.pages_judged - judged0, window)

@@ -21,6 +21,7 @@ from typing import Any
 
 from trident_local.errors import TridentError
 from trident_local.verify.compose import compose
+from trident_local.verify.floor import floor
 from trident_local.verify.judge_common import Judge, JudgeItem, PageSource, StorePages
 from trident_local.verify.merge import merge
 from trident_local.verify.parse import decompose, parse_answer
@@ -53,7 +54,10 @@ class Verifier:
         decomposer: Any = None,
         store: Any = None,
         regions: bool = True,
+        support_scorer: Judge | None = None,
     ):
+        """``support_scorer``: the no-model scorer, run beside model judges on every cited page: its
+        score is recorded with each model verdict (``Judgement.support_score``)."""
         if text_judge is None and image_judge is None:
             raise TridentError("verification needs at least one judge (text or image channel)")
         if window < 0:
@@ -67,6 +71,7 @@ class Verifier:
         # Region checks read the pages' layout (line boxes) from the index, so they need its ``store``.
         self.regions = regions and store is not None
         self.pages_judged = 0  # (claim, page) items sent to the judges: cited pages + window pages
+        self.support_scorer = support_scorer
 
     @classmethod
     def from_index(
@@ -111,15 +116,15 @@ class Verifier:
         def model(profile: str) -> Any:
             return models.get("chat", profile)
 
+        # The scorer's weights were fitted on word windows of every word: an index whose dense
+        # vectors are of other passages (token windows, stop words left out) has the scorer cut
+        # and embed its own windows.
+        cfg = store.config
+        scorer_windows = WindowSpec(cfg.chunk_words, cfg.chunk_stride)
+        scorer = NoModelSupportScorer(pages, embedder_profile=cfg.embedder, models=models, params=params,
+                                      windows=scorer_windows, reuse_index_vectors=cfg.windows() == scorer_windows)
         if text.lower() == NO_MODEL:
-            # The scorer's weights were fitted on word windows of every word: an index whose dense
-            # vectors are of other passages (token windows, stop words left out) has the scorer cut
-            # and embed its own windows.
-            cfg = store.config
-            scorer_windows = WindowSpec(cfg.chunk_words, cfg.chunk_stride)
-            text_judge: Judge = NoModelSupportScorer(pages, embedder_profile=cfg.embedder, models=models,
-                                                     params=params, windows=scorer_windows,
-                                                     reuse_index_vectors=cfg.windows() == scorer_windows)
+            text_judge: Judge = scorer
         else:
             text_judge = LLMTextJudge(model(text), pages, batch_size=batch_size, max_tokens=max_tokens)
         image_judge: Judge | None = None
@@ -129,8 +134,9 @@ class Verifier:
         elif image.lower() != NO_MODEL:
             image_judge = VLMImageJudge(model(image), pages, batch_size=batch_size, max_tokens=max_tokens)
         decomposer = model(decompose_with) if decompose_with and decompose_with.lower() != NO_MODEL else None
+        model_judged = text.lower() != NO_MODEL or image_judge is not None
         return cls(pages, text_judge, image_judge, window=window, decomposer=decomposer, store=store,
-                   regions=regions)
+                   regions=regions, support_scorer=scorer if model_judged else None)
 
     @property
     def judges(self) -> dict[str, str]:
@@ -165,6 +171,19 @@ class Verifier:
         out = judges[0].judge(items)
         return [(j, None) if self.text_judge is not None else (None, j) for j in out]
 
+    def _below_floor(self, c: Claim, doc_id: str, page: int, *judgements: Judgement | None) -> str:
+        """Why a model judge's "supported" of ``c`` on ``page`` cannot stand ("" when it can, or when no
+        model judged): :func:`trident_local.verify.floor.floor` on the claim's answer and the page's text."""
+        if not any(j is not None and j.score is None and j.verdict == SUPPORTED for j in judgements):
+            return ""  # the no-model scorer (it sets score) is not a model verdict
+        return floor(c.answer if c.answer is not None else c.text, [self.pages.text(doc_id, page)]) or ""
+
+    def _support_scores(self, items: list[JudgeItem]) -> list[float | None]:
+        """The no-model scorer's support score of each item, beside the model judges (None without it)."""
+        if self.support_scorer is None or not items:
+            return [None] * len(items)
+        return [j.score for j in self.support_scorer.judge(items)]
+
     def verify_claims(self, claims: Sequence[tuple[str, Claim]]) -> list[list[ClaimResult]]:
         """Results for (doc_id, claim) inputs: one ClaimResult per cited page, in the claims' order."""
         pairs = [(doc_id, c, p) for doc_id, c in claims for p in c.pages]
@@ -172,14 +191,25 @@ class Verifier:
         in_range = [1 <= p <= n_pages[d] for d, _, p in pairs]
         cited = [JudgeItem(c.text, d, p) for (d, c, p), ok in zip(pairs, in_range, strict=True) if ok]
         judged = iter(self._judge(cited))
+        scores = iter(self._support_scores(cited))
         verdicts: list[tuple[str, list[str], list[Judgement]]] = []
-        for ok in in_range:
+        floors: list[str] = []
+        for (d, c, p), ok in zip(pairs, in_range, strict=True):
+            floors.append("")
             if not ok:
                 verdicts.append((UNSUPPORTED, ["page-out-of-range"], []))
                 continue
             t, i = next(judged)
+            score = next(scores)
+            judgements = [j for j in (t, i) if j is not None]
+            model_judged = [j for j in judgements if j.score is None]  # the no-model scorer sets score
+            for j in model_judged:
+                j.support_score = score
             v, flags = merge(t, i)
-            verdicts.append((v, flags, [j for j in (t, i) if j is not None]))
+            if v == SUPPORTED and (why := self._below_floor(c, d, p, t, i)):
+                # a model's "supported" does not stand for an empty answer or values not on the page
+                v, flags, floors[-1] = UNSUPPORTED, [*flags, "floor"], why
+            verdicts.append((v, flags, judgements))
         checks = [self._region_check(d, c.text, p) if ok else None
                   for (d, c, p), ok in zip(pairs, in_range, strict=True)]
         by_region = [region_decision(v, rc.verdict if rc else None,
@@ -195,7 +225,8 @@ class Verifier:
         wjudged = dict(zip(witems, self._judge(witems), strict=True))
         wregions = {it: self._region_check(it.doc_id, it.claim, it.page) for it in witems}
         results: list[ClaimResult] = []
-        for (d, c, p), (v, flags, judgements), rc, reg in zip(pairs, verdicts, checks, by_region, strict=True):
+        for (d, c, p), (v, flags, judgements), rc, reg, why in zip(pairs, verdicts, checks, by_region, floors,
+                                                                  strict=True):
             wv: dict[int, str] = {}
             ws: dict[int, float | None] = {}
             if reg is None and needs_window(v):
@@ -204,6 +235,8 @@ class Verifier:
                     t, i = wjudged[item]
                     wrc = wregions[item]
                     wv[wp] = SUPPORTED if wrc is not None and wrc.verdict == SUPPORTED else merge(t, i)[0]
+                    if wv[wp] == SUPPORTED and self._below_floor(c, d, wp, t, i):  # nor can it re-point
+                        wv[wp] = UNSUPPORTED
                     ws[wp] = t.score if t is not None else None
             if reg is not None:
                 action, new_page, more = reg[0], None, reg[1]
@@ -213,7 +246,7 @@ class Verifier:
             results.append(ClaimResult(claim=c, cited_page=p, verdict=v, action=action, new_page=new_page,
                                        flags=[*flags, *more], judgements=judgements, window=wv,
                                        regions=final.region_dicts() if final and final.verdict == SUPPORTED else [],
-                                       region_check=final.how if final else ""))
+                                       region_check=final.how if final else "", floor=why))
         grouped: list[list[ClaimResult]] = []
         it = iter(results)
         for _, c in claims:

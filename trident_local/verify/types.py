@@ -40,6 +40,7 @@ class Claim:
     sentence: int = 0
     source: str = "marker"  # marker | json | decomposed | given
     regions: list[dict[str, Any]] = field(default_factory=list)  # boxes the answer cited ({page, bbox, ...})
+    answer: str | None = None  # what the claim asserts, when the text also holds the question ("given")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,7 +55,8 @@ class Judgement:
     """One channel's verdict on one (claim, page) pair.
 
     ``score`` is the no-model scorer's support score (None for model judges);
-    ``error`` says what went wrong when the verdict is "unknown" or was repaired.
+    ``support_score`` is that score computed beside a model judge's verdict (None where no
+    scorer ran); ``error`` says what went wrong when the verdict is "unknown" or was repaired.
     """
 
     verdict: str
@@ -64,6 +66,7 @@ class Judgement:
     judge: str = ""
     score: float | None = None
     error: str | None = None
+    support_score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +85,7 @@ class ClaimResult:
     judged to propose a correction (they never change ``verdict``). ``regions`` are the
     boxes that state the claim's values on the page the citation ends on, and
     ``region_check`` what the region check found ("stated", "computed: a - b", or why not).
+    ``floor`` says why a model judge's "supported" did not stand (:mod:`trident_local.verify.floor`).
     """
 
     claim: Claim
@@ -94,6 +98,7 @@ class ClaimResult:
     window: dict[int, str] = field(default_factory=dict)
     regions: list[dict[str, Any]] = field(default_factory=list)
     region_check: str = ""
+    floor: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -113,6 +118,7 @@ class ClaimResult:
             window={int(k): v for k, v in d.get("window", {}).items()},
             regions=list(d.get("regions", [])),
             region_check=d.get("region_check", ""),
+            floor=d.get("floor", ""),
         )
 
 

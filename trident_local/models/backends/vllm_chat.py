@@ -209,6 +209,10 @@ class VLLMChat:
         self._vllm = import_vllm()
         if has_structured_outputs_config():
             self.engine_kwargs.setdefault("structured_outputs_config", dict(WHITESPACE_FREE_JSON))
+        if getattr(self._vllm, "__file__", None):  # a real vLLM (a stand-in module starts no processes)
+            from trident_local.models.engine_guard import guard_engine_processes
+
+            guard_engine_processes()  # the engine's processes end with this one, however it ends
         try:
             self.llm = self._start_engine()
         except Exception as e:
