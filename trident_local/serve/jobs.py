@@ -156,10 +156,11 @@ class JobManager:
         return job
 
     def active_doc_ids(self, index: str) -> set[str]:
-        """doc_ids that a queued or running job of ``index`` has still to do."""
+        """doc_ids that a queued or running job of ``index`` has still to do (a job asked to cancel has
+        nothing left to do: the same file uploaded again meanwhile is stored and indexed by a new job)."""
         with self._lock:
             return {f.doc_id for j in self.jobs.values() if j.index == index and j.state in ACTIVE
-                    for f in j.files if f.status == "pending" and f.doc_id}
+                    and not j.cancel_requested for f in j.files if f.status == "pending" and f.doc_id}
 
     def get(self, job_id: str) -> Job | None:
         return self.jobs.get(job_id)

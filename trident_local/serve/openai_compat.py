@@ -22,7 +22,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, create_model
+from pydantic import create_model
 
 from trident_local.errors import TridentError
 from trident_local.generate.ask import AskOptions
@@ -31,7 +31,7 @@ from trident_local.serve.auth import ApiKey
 from trident_local.serve.engine import NotFound
 from trident_local.serve.errors import openai_error
 from trident_local.serve.routes import AskBody, AskOptionsBody, caller_key, require
-from trident_local.serve.validate import check_encodable, check_text
+from trident_local.serve.validate import Body, check_encodable, check_text
 from trident_local.text import CLAIM_STOP_WORDS, words
 
 router = APIRouter(tags=["openai"])
@@ -58,10 +58,10 @@ class ModelNotFound(NotFound):
 # -- requests -------------------------------------------------------------------------------------------
 # AskBody's fields without its question (the question comes from the messages): same types and bounds.
 ChatOptionsBody = create_model(
-    "ChatOptionsBody", **{n: (f.annotation, f) for n, f in AskBody.model_fields.items() if n in OPTIONS})
+    "ChatOptionsBody", __base__=Body, **{n: (f.annotation, f) for n, f in AskBody.model_fields.items() if n in OPTIONS})
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(Body):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None  # a string, or content parts ("text" ones only)
 

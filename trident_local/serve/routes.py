@@ -11,7 +11,7 @@ from typing import Any, Literal, get_type_hints
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field, create_model
+from pydantic import Field, create_model
 
 from trident_local.errors import TridentError
 from trident_local.generate.ask import AskOptions
@@ -19,7 +19,7 @@ from trident_local.serve.auth import ApiKey
 from trident_local.serve.engine import NotFound, public_doc
 from trident_local.serve.jobs import ACTIVE, Job, JobFile
 from trident_local.serve.uploads import UploadError, receive_pdfs, remove_upload
-from trident_local.serve.validate import check_encodable, check_text
+from trident_local.serve.validate import Body, check_encodable, check_text
 
 router = APIRouter()
 
@@ -111,7 +111,7 @@ def metrics(request: Request) -> Response:
 
 
 # -- indexes ------------------------------------------------------------------------------------------------
-class NewIndex(BaseModel):
+class NewIndex(Body):
     name: str = Field(max_length=64)
     config: dict[str, Any] = Field(default_factory=dict)
 
@@ -187,10 +187,16 @@ def delete_document(request: Request, index: str, doc: str) -> dict:
 
 @router.get("/api/indexes/{index}/documents/{doc}/pages/{page}.png", tags=["documents"],
             dependencies=[Depends(require("read"))])
-def page_png(request: Request, index: str, doc: str, page: int,
+async def page_png(request: Request, index: str, doc: str, page: int,
              scale: int = Query(1, ge=1, le=3, description="Resolution: 1 = the index's DPI; 2 or 3 for "
                                 "high-DPI screens and zooming in on a cell.")) -> FileResponse:
-    return FileResponse(_engine(request).page_png(index, doc, page, scale), media_type="image/png")
+    """A kept image is sent at once; drawing one waits its turn at the model queue like other work."""
+    engine = _engine(request)
+    path = await run_in_threadpool(engine.page_png, index, doc, page, scale, render=False)
+    if path is None:
+        async with request.app.state.gate.slot():
+            path = await run_in_threadpool(engine.page_png, index, doc, page, scale)
+    return FileResponse(path, media_type="image/png")
 
 
 @router.get("/api/indexes/{index}/documents/{doc}/pages/{page}/boxes", tags=["documents"],
@@ -201,7 +207,7 @@ def page_boxes(request: Request, index: str, doc: str, page: int, text: str = ""
 
 
 # -- queries -----------------------------------------------------------------------------------------------
-class SearchBody(BaseModel):
+class SearchBody(Body):
     question: str
     docs: list[str] | None = None
     pool: str = "fused"
@@ -214,7 +220,7 @@ _HINTS = get_type_hints(AskOptions)
 # CLI, the API and the service, rerank "auto" included); names are
 # checked by AskOptions against the registries, so a newly registered pool or reranker is accepted
 # and a wrong one is a 400 that lists them.
-AskOptionsBody = create_model("AskOptionsBody", **{
+AskOptionsBody = create_model("AskOptionsBody", __base__=Body, **{
     f.name: (_HINTS[f.name], Field(f.default, **BOUNDS.get(f.name, {})))
     for f in fields(AskOptions) if f.name in ("pool", "rerank", "fields", "answer", "k_max")})
 
@@ -229,13 +235,13 @@ class AskBody(AskOptionsBody):
         return AskOptions(**{n: getattr(self, n) for n in AskOptionsBody.model_fields})
 
 
-class VerifyBody(BaseModel):
+class VerifyBody(Body):
     answer: str | dict[str, Any]
     doc: str
     window: int = Field(2, ge=0, le=10)
 
 
-class TraceBody(BaseModel):
+class TraceBody(Body):
     question: str
     format: Literal["free_form", "multiple_choice", "table"] = "free_form"
     choices: list[str] = Field(default_factory=list, max_length=26)
@@ -289,7 +295,7 @@ async def trace(request: Request, index: str, body: TraceBody) -> dict:
 
 
 # -- jobs ----------------------------------------------------------------------------------------------------
-class AnnotateBody(BaseModel):
+class AnnotateBody(Body):
     docs: list[str] | None = None
 
 
@@ -348,7 +354,7 @@ async def job_events(request: Request, job_id: str, key: ApiKey | None = Depends
 
 
 # -- keys ------------------------------------------------------------------------------------------------------
-class NewKey(BaseModel):
+class NewKey(Body):
     scope: Literal["read", "write", "admin"]
     indexes: list[str] = Field(default_factory=lambda: ["*"])
     label: str = Field("", max_length=200)
