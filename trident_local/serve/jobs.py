@@ -118,6 +118,11 @@ class JobManager:
         for name, d in self.index_dirs.items():
             self._load(name, d)
 
+    @property
+    def lock(self) -> threading.RLock:
+        """The job table's lock: held, no job ends (and drops its files) and none is added."""
+        return self._lock
+
     def add_index(self, name: str, path: Path) -> None:
         with self._lock:
             self.index_dirs[name] = path

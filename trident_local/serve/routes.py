@@ -147,15 +147,21 @@ async def upload(request: Request, index: str) -> JSONResponse:
     engine, settings, jobs = _engine(request), request.app.state.settings, request.app.state.jobs
     h = engine.handle(index)
     indexed = await run_in_threadpool(engine.doc_ids, index)
+    queued: list[Job] = []
+
+    def commit(stored: list) -> None:
+        files = [JobFile(s.name, s.path, s.doc_id, s.pages) for s in stored if s.status == "stored"]
+        if files:
+            queued.append(jobs.submit(index, "index", files))
+
     try:
         stored = await receive_pdfs(request, h.path, max_file=int(settings.max_upload_mb * 1024**2),
                                     max_request=int(settings.max_request_mb * 1024**2),
-                                    known=lambda: indexed | jobs.active_doc_ids(index), check=engine.check_pdf)
+                                    known=lambda: indexed | jobs.active_doc_ids(index), check=engine.check_pdf,
+                                    commit=commit, lock=jobs.lock)
     except UploadError as e:
         return JSONResponse({"error": str(e), "status": e.status}, status_code=e.status)
-    todo = [s for s in stored if s.status == "stored"]
-    files = [JobFile(s.name, s.path, s.doc_id, s.pages) for s in todo]
-    job = jobs.submit(index, "index", files) if files else None
+    job = queued[0] if queued else None
     body = {"files": [s.public() for s in stored], "job": job.public() if job else None}
     rejected = [s for s in stored if s.status == "rejected"]
     if rejected and len(rejected) == len(stored):
