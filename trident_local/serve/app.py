@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from trident_local.docs.ingest import IngestCancelled, IngestControl
-from trident_local.errors import TridentError
+from trident_local.errors import StorageFull, TridentError
 from trident_local.models.batcher import BatchPolicy
 from trident_local.models.runtime import ModelCache
 from trident_local.serve.auth import KeyStore
@@ -28,12 +28,13 @@ from trident_local.serve.guard import BrowserGuard
 from trident_local.serve.jobs import Job, JobFile, JobManager
 from trident_local.serve.metrics import Metrics
 from trident_local.serve.settings import Settings
-from trident_local.serve.storage import FULL_ERRNOS, StorageFull, make_private
+from trident_local.serve.storage import FULL_ERRNOS, make_private
 from trident_local.serve.uploads import clean_partials, remove_orphans, remove_upload
 from trident_local.serve.validate import REFUSED
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("trident_local.serve")
+FULL_RETRY_S = 60  # Retry-After of a 507: space is freed by a person, not in a moment
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None, request: Request | None = None, *,
@@ -272,14 +273,18 @@ def create_app(settings: Settings) -> FastAPI:
     async def _http(r: Request, e: StarletteHTTPException) -> JSONResponse:
         return error(e.status_code, str(e.detail), headers=getattr(e, "headers", None), request=r)
 
+    @app.exception_handler(StorageFull)
+    async def _full_volume(r: Request, e: StorageFull) -> JSONResponse:
+        log.error("storage full", extra={"fields": {"path": r.url.path, "error": str(e)}})
+        return error(507, engine.scrub(str(e)), headers={"Retry-After": str(FULL_RETRY_S)}, request=r)
+
     @app.exception_handler(OSError)
     async def _os_error(r: Request, e: OSError) -> JSONResponse:
         if e.errno not in FULL_ERRNOS:  # a volume or quota out of space: 507, not 500
             raise e
         log.error("storage full", extra={"fields": {"path": r.url.path, "error": str(e)}})
-        said = e.strerror if isinstance(e, StorageFull) else "the index volume is full (no space left on device)"
-        return error(507, f"{said}: nothing was changed; free space on the server and retry",
-                     headers={"Retry-After": "60"}, request=r)
+        return error(507, "the index volume is full (no space left on device): nothing was changed; free "
+                     "space on the server and retry", headers={"Retry-After": str(FULL_RETRY_S)}, request=r)
 
     @app.exception_handler(Exception)
     async def _internal(r: Request, e: Exception) -> JSONResponse:

@@ -155,7 +155,11 @@ class JobManager:
         job = Job(uuid.uuid4().hex[:12], index, kind, files, created=time.time())
         with self._lock:
             self.jobs[job.job_id] = job
-            self._save(index)
+            try:
+                self._save(index)
+            except BaseException:  # not on disk (a full volume): not in memory either
+                del self.jobs[job.job_id]
+                raise
         self._queue.put(job.job_id)
         self._changed(job)
         return job

@@ -18,6 +18,7 @@ from trident_local.generate.ask import AskOptions
 from trident_local.serve.auth import ApiKey
 from trident_local.serve.engine import NotFound, public_doc
 from trident_local.serve.jobs import ACTIVE, Job, JobFile
+from trident_local.serve.storage import check_space
 from trident_local.serve.uploads import UploadError, receive_pdfs, remove_upload
 from trident_local.serve.validate import Body, check_encodable, check_text
 
@@ -146,6 +147,8 @@ async def upload(request: Request, index: str) -> JSONResponse:
     """Multipart field ``file`` (repeatable). Stored files are indexed by a background job."""
     engine, settings, jobs = _engine(request), request.app.state.settings, request.app.state.jobs
     h = engine.handle(index)
+    length = request.headers.get("content-length", "")
+    check_space(h.path, f"index '{index}'", "receiving an upload", int(length) if length.isdigit() else 0)
     indexed = await run_in_threadpool(engine.doc_ids, index)
     queued: list[Job] = []
 
@@ -316,6 +319,7 @@ def annotate(request: Request, index: str, body: AnnotateBody) -> dict:
     files = [JobFile(d["file_name"], d["path"], d["doc_id"], d["n_pages"]) for d in docs]
     if not files:
         raise TridentError("no documents to annotate")
+    check_space(engine.handle(index).path, f"index '{index}'", "starting an annotation job")
     return request.app.state.jobs.submit(index, "annotate", files).public()
 
 

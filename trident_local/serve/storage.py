@@ -3,40 +3,33 @@
 Every file the service writes is 0600 and every folder 0700: :func:`make_private` sets the
 process umask (so third-party writers, such as the BM25 library, inherit it) and fixes what an
 older version or another tool left readable. A volume out of space is :class:`StorageFull`: the
-API answers 507 with ``Retry-After`` for uploads and jobs, rather than a 500 or a half-written file.
+API answers 507 with ``Retry-After`` for uploads and jobs, rather than a 500 or a half-written file
+(a failed write leaves the key, job and manifest files as they were: every write is atomic, and the
+key store and the job table change memory only after the file).
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import stat
 from pathlib import Path
 
-FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
-MIN_FREE_BYTES = 8 * 1024**2  # below this an upload or a job is refused before it starts writing
+from trident_local.errors import StorageFull
+
+FULL_ERRNOS = StorageFull.ERRNOS
+MIN_FREE_BYTES = 8 * 1024**2  # below this (or 5 % of a small volume) uploads and jobs are refused
+RETRY = "retry: nothing was half-written, and indexing resumes where it stopped"
 
 
-class StorageFull(OSError):
-    """The index volume has no space left: a 507 that says where and that a retry resumes."""
-
-    def __init__(self, where: str):
-        super().__init__(errno.ENOSPC, f"the index volume is full ({where}): free space on the server and retry")
-
-
-def is_full(e: BaseException) -> bool:
-    return isinstance(e, OSError) and e.errno in FULL_ERRNOS
-
-
-def check_space(root: Path, need: int = 0, where: str = "") -> None:
+def check_space(root: Path, where: str, doing: str, need: int = 0) -> None:
     """Raise :class:`StorageFull` when ``root``'s volume has less than ``need`` (+ a margin) free."""
     try:
-        free = shutil.disk_usage(root).free
+        usage = shutil.disk_usage(root)
     except OSError:
         return
-    if free < need + MIN_FREE_BYTES:
-        raise StorageFull(where or f"{free // 1024**2} MB free")
+    if usage.free < need + min(MIN_FREE_BYTES, usage.total // 20):
+        raise StorageFull(where, doing, RETRY)
 
 
 def make_private(root: Path) -> int:

@@ -26,6 +26,8 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
+from trident_local.errors import StorageFull
+
 UPLOADS = "uploads"
 PARTIAL = ".partial"
 
@@ -202,6 +204,12 @@ async def receive_pdfs(request: Request, index_root: Path, *, max_file: int, max
         raise UploadError(400, "the client disconnected during the upload; nothing was kept") from None
     except UploadError:
         sink.abort()
+        raise
+    except OSError as e:
+        sink.abort()
+        if StorageFull.caused(e):  # the index volume filled up while the body was written: a 507
+            raise StorageFull(f"the index's {UPLOADS} folder", "receiving an upload",
+                              "retry: nothing of this upload was kept") from None
         raise
     except Exception as e:  # python-multipart raises its own errors on a malformed body
         sink.abort()
