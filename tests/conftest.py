@@ -43,3 +43,13 @@ def _fresh_model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     from trident_local.models import runtime
 
     monkeypatch.setattr(runtime, "_DEFAULT_CACHE", None)
+
+
+@pytest.fixture(autouse=True)
+def _asks_in_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Apps built in the test process run no-model asks in threads (``ask_workers = -1`` would start a
+    worker process per core for each app); a test of the worker processes sets ``ask_workers`` itself,
+    and `trident serve` in a subprocess keeps the default."""
+    from trident_local.serve import workers
+
+    monkeypatch.setattr(workers, "auto_workers", lambda slots: 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import stat
 import threading
 from pathlib import Path
@@ -280,3 +281,29 @@ def test_a_render_racing_a_delete_leaves_nothing(client: TestClient, monkeypatch
     monkeypatch.setattr(Index, "remove", remove_then_render)
     assert client.delete(f"/api/indexes/r/documents/{doc_id}").status_code == 200
     assert not (client.index_dir / "docs" / doc_id).exists()
+
+
+# -- the event loop stays free ------------------------------------------------------------------------------
+def test_asks_and_searches_run_in_worker_processes_and_see_every_write(client: TestClient, built: Path,
+                                                                       tmp_path: Path) -> None:
+    idx = copy_index(built, tmp_path / "idx2")
+    with TestClient(_app(idx, ask_workers=1), base_url=LOCAL) as c:
+        workers = c.app.state.workers
+        assert workers.takes(c.app.state.engine.handle("r"))
+        for q in ("Which region led with 2,900 megawatts?", "wind capacity by region"):
+            r = c.post("/api/indexes/r/ask", json={"question": q})
+            assert r.status_code == 200 and r.json()["answer"]["citations"], r.text
+        from trident_local.serve import workers as worker_module
+
+        assert workers._pool.submit(worker_module._ready).result() != os.getpid()  # another process
+        assert c.post("/api/indexes/r/ask", json={"question": "q", "docs": ["nope.pdf"]}).status_code == 404
+        pdf = text_pdf(tmp_path / "pump.pdf", ["Pump manual. The impeller is replaced every 9 months."])
+        up = _upload(c, "pump.pdf", pdf.read_bytes())
+        assert wait_job(c, up.json()["job"]["job_id"])["state"] == "done"
+        hits = c.post("/api/indexes/r/search", json={"question": "impeller replaced", "k": 1}).json()["hits"]
+        assert hits and hits[0]["doc_id"] == up.json()["files"][0]["doc_id"]  # the worker re-opened the index
+
+
+def test_health_answers_head_and_get(client: TestClient) -> None:
+    assert client.head("/health").status_code == 200
+    assert client.get("/health").json() == {"status": "ok"}

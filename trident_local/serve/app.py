@@ -213,13 +213,21 @@ def create_app(settings: Settings) -> FastAPI:
         if gone:
             log.info("removed uploads that no job will index", extra={"fields": {"index": name, "doc_ids": gone}})
 
+    from trident_local.serve import workers as worker_pool
+
+    n_workers = settings.ask_workers if settings.ask_workers >= 0 else worker_pool.auto_workers(settings.model_slots)
+    workers = worker_pool.Workers(n_workers, settings.chat, {n: str(h.path) for n, h in engine.handles.items()})
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         jobs.start()
+        if any(workers.takes(h) for h in engine.handles.values()):
+            workers.start()
         log.info("started", extra={"fields": {"indexes": list(engine.handles), "host": settings.host,
                                               "auth": keys.enabled}})
         yield
         jobs.stop(settings.drain_s)  # SIGTERM: the current file finishes, the rest stays queued
+        workers.close()
         cache.close()
         log.info("stopped")
 
@@ -227,7 +235,7 @@ def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(title="trident serve", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None, description="Question answering over indexed PDFs with page-accurate citations.")
     app.state.settings, app.state.engine, app.state.keys = settings, engine, keys
-    app.state.jobs, app.state.metrics = jobs, metrics
+    app.state.jobs, app.state.metrics, app.state.workers = jobs, metrics, workers
     app.state.gate = Gate(settings.model_slots, settings.model_queue, settings.retry_after_s)
     app.add_middleware(Observe, metrics=metrics, max_json=int(settings.max_json_kb * 1024))
     app.add_middleware(BrowserGuard, hosts=settings.served_hosts, origins=settings.cors_origins,

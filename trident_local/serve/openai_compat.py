@@ -197,8 +197,8 @@ async def _ask(request: Request, index: str, question: str, body: ChatBody, chat
     m = request.app.state.metrics
     options = _options(body)
     async with request.app.state.gate.slot():
-        out = await run_in_threadpool(request.app.state.engine.ask, index, question, options, docs=body.docs,
-                                      min_confidence=body.min_confidence)
+        out = await run_in_threadpool(request.app.state.workers.call, request.app.state.engine, "ask", index,
+                                      question, options, docs=body.docs, min_confidence=body.min_confidence)
         if chat is not None:
             text, cites = cited_content(out)
             out["schema_content"] = await run_in_threadpool(schema_answer, chat, schema_of(body.response_format),

@@ -78,8 +78,9 @@ def _engine(request: Request) -> Any:
 
 
 # -- operations -------------------------------------------------------------------------------------------
-@router.get("/health", tags=["operations"])
-def health() -> dict:
+@router.api_route("/health", methods=["GET", "HEAD"], tags=["operations"])
+async def health() -> dict:
+    """On the event loop itself: never queued behind work in the thread pool (uptime checks may HEAD it)."""
     return {"status": "ok"}
 
 
@@ -265,8 +266,8 @@ def _check_question(request: Request, q: str, docs: list[str] | None = None) -> 
 @router.post("/api/indexes/{index}/search", tags=["query"], dependencies=[Depends(require("read"))])
 async def search(request: Request, index: str, body: SearchBody) -> dict:
     _check_question(request, body.question, body.docs)
-    hits = await run_in_threadpool(_engine(request).search, index, body.question, docs=body.docs,
-                                   pool=body.pool, k=body.k)
+    hits = await run_in_threadpool(request.app.state.workers.call, _engine(request), "search", index,
+                                   body.question, docs=body.docs, pool=body.pool, k=body.k)
     return {"hits": hits}
 
 
@@ -277,8 +278,8 @@ async def ask(request: Request, index: str, body: AskBody) -> dict:
     m = request.app.state.metrics
     options = body.options()
     async with request.app.state.gate.slot():
-        out = await run_in_threadpool(_engine(request).ask, index, body.question, options, docs=body.docs,
-                                      min_confidence=body.min_confidence)
+        out = await run_in_threadpool(request.app.state.workers.call, _engine(request), "ask", index,
+                                      body.question, options, docs=body.docs, min_confidence=body.min_confidence)
     m.answers.labels(out["answer"]["mode"]).inc()
     if out["rerank"].get("fallback"):
         m.fallbacks.inc()

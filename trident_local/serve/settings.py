@@ -41,6 +41,8 @@ class Settings:
     drain_s: float = 30.0  # on SIGTERM, requests still running after this get a JSON 503
     model_slots: int = 4  # asks / verifies running at once
     model_queue: int = 64  # more waiting than this: 429 with Retry-After
+    ask_workers: int = -1  # processes for no-model asks and searches (-1: one per core up to model_slots;
+    # 0: threads of the server process, which then share its CPU with the event loop)
     retry_after_s: int = 2
     batch_max: int = 64  # requests per call of a chat backend without batching of its own (not vllm: async engine)
     batch_wait_ms: float = 0.0  # extra wait for more requests before an engine call (0: batch what is queued)
