@@ -11,6 +11,7 @@ in threads: the model's engine (vLLM's async engine, the batcher) lives in the s
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -36,10 +37,9 @@ def _start(chat: str, indexes: dict[str, str]) -> None:
     os.nice(WORKER_NICE)
     _engine = Engine({}, chat=chat)
     for name, path in indexes.items():
-        try:
+        # an empty index, a pool not built yet: the first real call says what is wrong
+        with contextlib.suppress(Exception):
             _at(name, path, 0).search(name, "warm up", docs=None, pool="fused", k=1)
-        except Exception:  # an empty index, a pool not built yet: the first real call says what is wrong
-            pass
 
 
 def _at(name: str, path: str, generation: int) -> Engine:
