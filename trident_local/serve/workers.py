@@ -34,12 +34,22 @@ def _start(chat: str, indexes: dict[str, str]) -> None:
     global _engine
     from trident_local.serve.engine import Engine
 
+    _die_with_parent()
     os.nice(WORKER_NICE)
     _engine = Engine({}, chat=chat)
     for name, path in indexes.items():
         # an empty index, a pool not built yet: the first real call says what is wrong
         with contextlib.suppress(Exception):
             _at(name, path, 0).search(name, "warm up", docs=None, pool="fused", k=1)
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel sends this worker SIGTERM when the server process exits, however it exits."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _at(name: str, path: str, generation: int) -> Engine:
@@ -102,5 +112,9 @@ class Workers:
                 self._pool.submit(_ready)
 
     def close(self) -> None:
+        """Stop the workers now: the drain time for requests in flight has passed when this runs."""
         if self._pool is not None:
+            procs = list(getattr(self._pool, "_processes", {}).values())
             self._pool.shutdown(wait=False, cancel_futures=True)
+            for p in procs:  # an ask still running has no one left to answer
+                p.terminate()
