@@ -18,7 +18,7 @@ answer's region hit on the grounding labels of those questions (`trident eval gr
 region holds a gold box's centre or lies in a gold line-item row), and the answer stage's time, beside
 the same questions' with the tables path switched off (alternated, same process); and the same for
 `trident search` (K = 5): its region hit@5 and time with the line items' pages ranked first
-(``trident_local/generate/statement_search.py``) and with the pool's ranking alone. With --fit, the table answers'
+(the ``line-items`` finder of ``trident_local/search.py``) and with the pool's ranking alone. With --fit, the table answers'
 confidence model (``TABLE_CONFIDENCE``) is fitted on the answered questions of both sets and checked per set,
 also with a model fitted on the other set alone; the table shows the confidence the shipped model gives. The FinanceBench questions, and
 the MMLongBench-Doc 10-K questions, were read while the modules were built: these are development figures,
@@ -82,18 +82,12 @@ def _timed_search(index, question: str, doc_id: str, i: int):
     """`trident search` (K = 5) for ``question`` as it is and with the line-item pages switched off (the
     pool's ranking alone), alternated, each after an untimed run of both (the pages' row vectors cached,
     so both are timed warm): each one's regions and seconds."""
-    from trident_local.generate import statement_search
-
-    real = statement_search.defined_metric
+    from trident_local.search import search
 
     def one(on: bool):
-        statement_search.defined_metric = real if on else (lambda *a, **k: None)
-        try:
-            t0 = time.perf_counter()
-            found = statement_search.search_pages(index, question, doc=[doc_id], k=5)
-            return [r for f in found for r in f.regions], time.perf_counter() - t0
-        finally:
-            statement_search.defined_metric = real
+        t0 = time.perf_counter()
+        found = search(index, question, doc=[doc_id], k=5, finders="all" if on else "none")
+        return [r.to_dict() for f in found for r in f.regions], time.perf_counter() - t0
 
     one(True), one(False)
     if i % 2:

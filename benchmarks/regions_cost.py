@@ -47,11 +47,12 @@ def _search_cost(index, recs) -> dict[str, list[float]]:
     """`trident search` (K = 5) per question, its rows ranked by words alone, and also by the rows' embeddings
     with the row vectors not cached (cold) and cached (warm), in rotating order."""
     import functools
+    import importlib
 
-    from trident_local.generate import statement_search
     from trident_local.regions import attach
 
-    real = statement_search.search_regions
+    pipeline = importlib.import_module("trident_local.search")  # the module (the package exports its function)
+    real = pipeline.search_regions
     out: dict[str, list[float]] = {"words": [], "cold": [], "warm": []}
     for i, r in enumerate(recs):
         modes = ["words", "cold", "warm"]
@@ -59,15 +60,14 @@ def _search_cost(index, recs) -> dict[str, list[float]]:
             if how == "cold":
                 attach.row_vectors.cache_clear()
             elif how == "warm":  # the pages' rows embedded once beforehand
-                statement_search.search_pages(index, r.question, doc=[r.doc_id], k=5)
-            statement_search.search_regions = (functools.partial(real, by_embedding=False) if how == "words"
-                                               else real)
+                pipeline.search(index, r.question, doc=[r.doc_id], k=5)
+            pipeline.search_regions = functools.partial(real, by_embedding=False) if how == "words" else real
             try:
                 t0 = time.perf_counter()
-                statement_search.search_pages(index, r.question, doc=[r.doc_id], k=5)
+                pipeline.search(index, r.question, doc=[r.doc_id], k=5)
                 out[how].append(1000 * (time.perf_counter() - t0))
             finally:
-                statement_search.search_regions = real
+                pipeline.search_regions = real
     return out
 
 

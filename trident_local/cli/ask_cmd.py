@@ -8,6 +8,8 @@ import typer
 from rich.table import Table
 
 from trident_local.cli.common import cli_command, console, json_option, registry_choice, write_json
+from trident_local.cli.search_cmd import FINDERS_HELP
+from trident_local.generate.ask import AskOptions
 from trident_local.generate.base import answer_names
 from trident_local.models.runtime import runtime_report
 from trident_local.rerank.base import reranker_names
@@ -18,6 +20,7 @@ PoolName = registry_choice("PoolName", pool_names())
 RerankerName = registry_choice("RerankerName", reranker_names())
 FieldSet = registry_choice("FieldSet", list(FIELD_SETS))
 AnswerName = registry_choice("AnswerName", answer_names())
+ASK = AskOptions()  # the defaults, shared with the service, the Python API and `trident eval qa`
 
 
 @cli_command
@@ -27,16 +30,17 @@ def ask(
     doc: list[str] = typer.Option(
         None, "--doc", "-d", help="Restrict to these documents (id, file name or stem)."
     ),
-    pool: PoolName = typer.Option("fused", help="Candidate pool."),
+    pool: PoolName = typer.Option(ASK.pool, help="Candidate pool."),
+    finders: str = typer.Option(ASK.finders, help=FINDERS_HELP),
     rerank: RerankerName = typer.Option(
-        "auto",
+        ASK.rerank,
         help="auto (the annotated rerank where the candidates' documents are annotated, else the pool order; "
         "the reason is printed) | none (pool top-K) | annotated (records + adaptive K; the fused match "
         "without a model) | fused.",
     ),
-    fields: FieldSet = typer.Option("full", help="Record fields for rerank."),
+    fields: FieldSet = typer.Option(ASK.fields, help="Record fields for rerank."),
     answer: AnswerName = typer.Option(
-        "auto", help="Answer strategy (auto = format gate; without a model every strategy is evidence-first)."
+        ASK.answer, help="Answer strategy (auto = format gate; without a model every strategy is evidence-first)."
     ),
     profile: str = typer.Option(
         None, help="Chat/VLM profile (default: the index's; 'none' = no-model, evidence-first answers)."
@@ -45,7 +49,7 @@ def ask(
         None, "--k-max", min=1, help="Most pages to cite (default: the index's k_max)."
     ),
     verify: bool = typer.Option(
-        True, "--verify/--no-verify", help="Check the answer against its cited pages before returning it."
+        ASK.verify, "--verify/--no-verify", help="Check the answer against its cited pages before returning it."
     ),
     min_confidence: float = typer.Option(
         None, "--min-confidence", min=0.0, max=1.0,
@@ -56,7 +60,6 @@ def ask(
     json_out: str = json_option("the full result"),
 ) -> None:
     """Retrieve a candidate pool, rerank it over annotated records, and answer with cited pages."""
-    from trident_local.generate.ask import AskOptions
     from trident_local.generate.ask import ask as run_ask
     from trident_local.index import Index
     from trident_local.query import Query
@@ -65,7 +68,8 @@ def ask(
     if profile is not None:  # this run's chat model, for every stage (pool route, rerank, answer)
         idx.models.use_profile("chat", profile)
     options = AskOptions(
-        pool=pool.value, rerank=rerank.value, fields=fields.value, answer=answer.value, k_max=k_max, verify=verify
+        pool=pool.value, rerank=rerank.value, fields=fields.value, answer=answer.value, k_max=k_max, verify=verify,
+        finders=finders,
     )
     res = run_ask(idx, Query(question, min_confidence=min_confidence), options, doc=doc or None)
     write_json(json_out, {**res.to_dict(), "runtime": runtime_report()})

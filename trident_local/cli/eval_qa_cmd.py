@@ -14,7 +14,17 @@ from trident_local.cli.common import (
     load_benchmark,
     write_json,
 )
-from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, RAY, WORKERS, DatasetAdapter
+from trident_local.cli.eval_options import (
+    ADAPTER,
+    ASK,
+    DATASET,
+    FINDERS,
+    INDEX,
+    POOL,
+    RAY,
+    WORKERS,
+    DatasetAdapter,
+)
 from trident_local.cli.eval_run_file import (
     FRESH,
     base_settings,
@@ -31,9 +41,10 @@ def qa(
     dataset: Path = DATASET,
     adapter: DatasetAdapter = ADAPTER,
     pool: str = POOL,
-    rerank: str = typer.Option("annotated", help="none | annotated"),
-    fields: str = typer.Option("full", help="Record fields for rerank (see `trident ask --help`)."),
-    answer: str = typer.Option("auto", help="plain | lenses | auto"),
+    finders: str = FINDERS,
+    rerank: str = typer.Option(ASK.rerank, help="Reranker, as `trident ask --rerank` (auto | none | annotated | ...)."),
+    fields: str = typer.Option(ASK.fields, help="Record fields for rerank (see `trident ask --help`)."),
+    answer: str = typer.Option(ASK.answer, help="Answer strategy, as `trident ask --answer` (auto | plain | lenses | ...)."),
     profile: str = typer.Option(None, help="Chat/VLM profile (default: the index's; 'none' = extractive)."),
     limit: int = typer.Option(None, help="Only the first N questions (quick checks)."),
     json_out: str = json_option("the summary"),
@@ -42,12 +53,13 @@ def qa(
     split_file: Path = typer.Option(None, help="Document split JSON (benchmarks/make_doc_split.py)."),
     split: str = typer.Option("test", help="Which split of --split-file to run (calib | test)."),
     verify: bool = typer.Option(
-        True, "--verify/--no-verify", help="Self-check every answer (its cost is timed)."
+        ASK.verify, "--verify/--no-verify", help="Self-check every answer (its cost is timed)."
     ),
     ray: str = RAY,
     workers: int = WORKERS,
 ) -> None:
     """Accuracy (mean score) and F1 over all questions, unanswerable ones included, with breakdowns.
+    The answers are those of `trident ask` with the same options, and the defaults are ask's.
 
     With --ray the questions run in shards on Ray actors that read the index (each with its own
     models); the rows, the --run file and the summary are those of a run without it.
@@ -61,7 +73,7 @@ def qa(
     from trident_local.index import Index
 
     idx = Index.open(index_dir)
-    options = AskOptions(pool=pool, rerank=rerank, fields=fields, answer=answer, verify=verify)
+    options = AskOptions(pool=pool, rerank=rerank, fields=fields, answer=answer, verify=verify, finders=finders)
     rep = load_benchmark(idx.store, dataset, adapter.value)
     records = rep.records
     if split_file is not None:
@@ -76,6 +88,7 @@ def qa(
     settings = {
         **base_settings("eval qa", idx, dataset, adapter.value),
         "pool": pool,
+        "finders": finders,
         "rerank": rerank,
         "fields": fields,
         "answer": answer,

@@ -1,4 +1,5 @@
-"""`trident eval retrieval`: page-level retrieval metrics on an MMLongBench-Doc style dataset."""
+"""`trident eval retrieval`: page-level retrieval metrics on an MMLongBench-Doc style dataset, of the
+pages `trident search` returns at the same options."""
 
 from __future__ import annotations
 
@@ -14,7 +15,16 @@ from trident_local.cli.common import (
     print_summary,
     write_json,
 )
-from trident_local.cli.eval_options import ADAPTER, DATASET, INDEX, POOL, RAY, WORKERS, DatasetAdapter
+from trident_local.cli.eval_options import (
+    ADAPTER,
+    DATASET,
+    FINDERS,
+    INDEX,
+    POOL,
+    RAY,
+    WORKERS,
+    DatasetAdapter,
+)
 from trident_local.cli.eval_run_file import (
     FRESH,
     base_settings,
@@ -30,9 +40,12 @@ def retrieval(
     dataset: Path = DATASET,
     adapter: DatasetAdapter = ADAPTER,
     pool: str = POOL,
+    finders: str = FINDERS,
     k: int = typer.Option(5, min=1, help="K for Recall/Precision/F1/nDCG@K."),
     pool_depth: int = typer.Option(20, min=1, help="M: candidate pool size (Recall@M)."),
-    rerank: str = typer.Option("none", help="none (pool top-K) | annotated (records + adaptive K <= --k)."),
+    rerank: str = typer.Option(
+        "none", help="none (the search's top-K, as `trident search` shows) | annotated (records + adaptive K <= --k)."
+    ),
     fields: str = typer.Option(
         "full",
         help="Record fields for --rerank annotated: full | caption-only | "
@@ -50,7 +63,8 @@ def retrieval(
     ray: str = RAY,
     workers: int = WORKERS,
 ) -> None:
-    """Recall@K, Precision@K, F1@K, MRR, nDCG@K and Recall@M over the answerable questions.
+    """Recall@K, Precision@K, F1@K, MRR, nDCG@K and Recall@M over the answerable questions, of the pages
+    `trident search` ranks with the same --pool and --finders (`--finders none`: the pool alone).
 
     With --ray the questions run in shards on Ray actors that read the index (each with its own
     models); the rows, the --run file and the summary are those of a run without it.
@@ -66,8 +80,10 @@ def retrieval(
         run_retrieval_on_ray,
     )
     from trident_local.index import Index
+    from trident_local.search import parse_finders
 
     idx = Index.open(index_dir)
+    finders = ",".join(parse_finders(finders)) or "none"
     rep = load_benchmark(idx.store, dataset, adapter.value)
     records = answerable(rep.records)
     if limit:
@@ -89,6 +105,7 @@ def retrieval(
     settings = {
         **base_settings("eval retrieval", idx, dataset, adapter.value),
         "pool": pool,
+        "finders": finders,
         "k": k,
         "pool_depth": pool_depth,
         "rerank": rerank,
@@ -99,9 +116,10 @@ def retrieval(
     def run(**resume):
         if ray:
             return run_retrieval_on_ray(idx, records, pool=pool, k=k, pool_depth=pool_depth,
-                                        fields=fields if rerank == "annotated" else None,
+                                        finders=finders, fields=fields if rerank == "annotated" else None,
                                         address=ray, workers=workers, **resume)
-        return run_retrieval(idx, records, pool=pool, k=k, pool_depth=pool_depth, rerank=reranker, **resume)
+        return run_retrieval(idx, records, pool=pool, k=k, pool_depth=pool_depth, finders=finders,
+                             rerank=reranker, **resume)
 
     report = run_resumable(run_out, settings, RunRow, fresh=fresh, records=records, label=f"{pool}", run=run)
     s = report.summary
@@ -114,6 +132,7 @@ def retrieval(
         json_out,
         {
             "pool": pool,
+            "finders": finders,
             "k": k,
             "dataset": str(dataset),
             **s,

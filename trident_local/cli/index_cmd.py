@@ -1,4 +1,4 @@
-"""`trident index`, `trident docs`, `trident remove`, `trident search`."""
+"""`trident index`, `trident docs`, `trident remove`."""
 
 from __future__ import annotations
 
@@ -152,55 +152,7 @@ def remove(
         human_console(None).print(f"removed {idx.remove(d)}")
 
 
-@cli_command
-def search(
-    question: str = typer.Argument(..., help="The question or query."),
-    index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory."),
-    doc: list[str] = typer.Option(
-        None, "--doc", "-d", help="Restrict to these documents (id, file name or stem)."
-    ),
-    pool: str = typer.Option("fused", help="bm25 | dense | fused | rrf | colpali | xkg"),
-    k: int = typer.Option(5, min=1, help="How many pages."),
-    json_out: str = json_option("the hits"),
-) -> None:
-    """Ranked evidence pages for a question, each with the rows or lines on it that best match the
-    question (``regions``: boxes in PDF points), and no answer generation. A question that names
-    financial line items (a metric it defines, a standard one, one item) gets the pages those items are
-    read from first, their rows as the first regions (``found_by``: line-items)."""
-    from trident_local.generate.statement_search import search_pages
-    from trident_local.index import Index
-
-    idx = Index.open(index_dir)
-    found = search_pages(idx, question, pool=pool, doc=doc or None, k=k)
-    table = Table(title=f"{pool}: {question}")
-    for col in ("#", "document", "page", "score", "section", "best region"):
-        table.add_column(col, overflow="fold")
-    out = []
-    for i, f in enumerate(found, 1):
-        h, regions = f.hit, f.regions
-        d = idx.store.document(h.doc_id)
-        page = d.page(h.page)
-        snippet = " ".join(page.text.split())[:160]
-        shown = regions[0]["text"][:160] if regions else snippet
-        table.add_row(str(i), d.file_name, str(h.page), f"{h.score:.3f}", page.section[:40], shown)
-        out.append(
-            {
-                "doc_id": h.doc_id,
-                "file": d.file_name,
-                "page": h.page,
-                "score": h.score,
-                "found_by": h.pool,
-                "section": page.section,
-                "snippet": snippet,
-                "regions": regions,
-            }
-        )
-    human_console(json_out).print(table)
-    write_json(json_out, out)
-
-
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     app.command("index")(index)
     app.command("docs")(docs)
     app.command("remove")(remove)
-    app.command("search")(search)

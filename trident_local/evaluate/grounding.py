@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trident_local.evaluate.mmlongbench import QARecord
-from trident_local.generate.statement_search import search_pages
 from trident_local.regions.attach import layout_of
 from trident_local.regions.layout import BBox, PageLayout
 from trident_local.regions.locate import numbers
+from trident_local.search import search
 
 if TYPE_CHECKING:
     from trident_local.index import Index
@@ -162,7 +162,8 @@ def run_grounding(
             p = index.store.document(_doc).page(page)
             return p.width * p.height
 
-        regs = [r for found in search_pages(index, rec.question, pool=pool, doc=[rec.doc_id], k=k) for r in found.regions]
+        regs = [r.to_dict() for found in search(index, rec.question, pool=pool, doc=[rec.doc_id], k=k)
+                for r in found.regions]
         row.search = score_regions(regs, gold, area)
         if answers:
             res = ask(index, Query(rec.question, min_confidence=min_confidence), AskOptions(pool=pool),

@@ -1,7 +1,9 @@
-"""Run a pool (and optionally a reranker) over dataset questions and score the pages.
+"""Run the evidence pipeline (and optionally a reranker) over dataset questions and score the pages.
 
-The run (question -> ranked pages) is kept separate from scoring so a saved run
-can be re-scored; metrics come from :mod:`retrieval_metrics`.
+The pages are those of :func:`trident_local.search.search`, the list `trident search` shows: at the
+defaults this scores what a user sees; ``finders="none"`` scores the pool alone (ablations). The run
+(question -> ranked pages) is kept separate from scoring so a saved run can be re-scored; metrics come
+from :mod:`retrieval_metrics`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from trident_local.evaluate.run_file import in_order, pending
 from trident_local.index import Index
 from trident_local.query import Query
 from trident_local.retrieve.base import Hit
+from trident_local.search import search
 
 # (the record's query, pool hits) -> (final best-first hits, whether it fell back to the pool order)
 RerankFn = Callable[[Query, list[Hit]], tuple[list[Hit], bool]]
@@ -54,6 +57,7 @@ def run_retrieval(
     pool: str,
     k: int = 5,
     pool_depth: int = 20,
+    finders: str = "all",
     rerank: RerankFn | None = None,
     done: Mapping[int, RunRow] | None = None,
     on_rows: Callable[[list[RunRow]], None] | None = None,
@@ -68,10 +72,10 @@ def run_retrieval(
     done = done or {}
     todo = pending(records, done)
     new: list[RunRow] = []
-    p = index.pool(pool)
     for r in todo:
         q = Query(r.question)  # one Query for pool and reranker: embedded once
-        hits = p.retrieve(q, k=pool_depth, doc_ids=[r.doc_id])
+        hits = [p.hit for p in search(index, q, pool=pool, doc=[r.doc_id], k=pool_depth, finders=finders,
+                                      regions=False)]
         final, fallback = rerank(q, hits) if rerank else (hits[:k], None)
         gold = set(r.evidence_pages)
         pool_pages = [h.page for h in hits]
@@ -120,6 +124,7 @@ def run_retrieval_on_ray(
     pool: str,
     k: int = 5,
     pool_depth: int = 20,
+    finders: str = "all",
     fields: str | None = None,
     address: str = "local",
     workers: int = 2,
@@ -137,7 +142,8 @@ def run_retrieval_on_ray(
     todo = pending(records, done)
     chat_profile = index.models.profile("chat")
     work = partial(
-        _retrieval_worker, pool=pool, k=k, pool_depth=pool_depth, fields=fields, chat_profile=chat_profile
+        _retrieval_worker, pool=pool, k=k, pool_depth=pool_depth, finders=finders, fields=fields,
+        chat_profile=chat_profile,
     )
     new, _ = run_sharded(
         index,
@@ -154,13 +160,14 @@ def run_retrieval_on_ray(
 
 
 def _retrieval_worker(
-    index: Index, *, pool: str, k: int, pool_depth: int, fields: str | None, chat_profile: Any
+    index: Index, *, pool: str, k: int, pool_depth: int, finders: str, fields: str | None, chat_profile: Any
 ) -> Callable[[list[QARecord]], list[RunRow]]:
     """On a Ray actor: the rows of :func:`run_retrieval` for a shard of records."""
     index.models.use_profile("chat", chat_profile)
 
     def work(records: list[QARecord]) -> list[RunRow]:
         rerank = annotated_reranker(index, fields=fields, k=k) if fields else None
-        return run_retrieval(index, records, pool=pool, k=k, pool_depth=pool_depth, rerank=rerank).rows
+        return run_retrieval(index, records, pool=pool, k=k, pool_depth=pool_depth, finders=finders,
+                             rerank=rerank).rows
 
     return work

@@ -1,9 +1,10 @@
-"""The whole Trident path for one question: pool -> reranker -> answer strategy, with timings.
+"""The whole Trident path for one question: evidence pipeline -> reranker -> answer strategy, with timings.
 
 result = ask(index, "What was the revenue in 2020?", AskOptions(pool="fused", rerank="auto"),
              doc="report.pdf")
 
-The question becomes one :class:`~trident_local.query.Query` (embedded once, routed
+The candidate pages are those of :func:`trident_local.search.search` (the pool, with the lead-page
+finders' pages first), the same pages `trident search` shows. The question becomes one :class:`~trident_local.query.Query` (embedded once, routed
 once) and the models come from the index's runtime (``index.models``): a chat
 profile "none" there runs every stage's no-model strategy.
 """
@@ -35,11 +36,13 @@ class AskOptions:
     fields: str = "full"
     answer: str = "auto"
     k_max: int | None = None  # None: the index's k_max
+    finders: str = "all"  # lead-page finders of the evidence pipeline: all | none | a comma list of names
     verify: bool = True  # check the answer against its cited pages (AtomCite) before returning it
 
     def __post_init__(self) -> None:
         from trident_local.rerank import field_set, reranker_names
         from trident_local.retrieve.base import pool_names
+        from trident_local.search import parse_finders
 
         if self.pool.split(":", 1)[0] not in pool_names():
             raise TridentError(f"unknown pool {self.pool!r}; pools: {', '.join(pool_names())}")
@@ -50,6 +53,7 @@ class AskOptions:
                 f"unknown answer strategy {self.answer!r}; answer strategies: {', '.join(answer_names())}"
             )
         field_set(self.fields)
+        parse_finders(self.finders)
         if self.k_max is not None and self.k_max < 1:
             raise TridentError(f"k_max must be at least 1, not {self.k_max}")
 
@@ -76,6 +80,7 @@ def ask(
 ) -> AskResult:
     """Answer ``question`` over the index (or ``doc``) with the runtime's models."""
     from trident_local.rerank import get_reranker
+    from trident_local.search import search
 
     opts = options or AskOptions()
     query = Query.of(question)
@@ -83,7 +88,8 @@ def ask(
     k_max = opts.k_max or index.config.k_max
     t = {}
     t0 = time.perf_counter()
-    hits = index.search(query, pool=opts.pool, doc=doc, k=index.config.pool_size)
+    hits = [p.hit for p in search(index, query, pool=opts.pool, doc=doc, k=index.config.pool_size,
+                                  finders=opts.finders, regions=False)]
     t["retrieve"] = time.perf_counter() - t0
 
     t1 = time.perf_counter()

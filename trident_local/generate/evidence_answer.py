@@ -408,7 +408,7 @@ def answer_from_formula(store: IndexStore, question: str, fa: FormulaAnswer, *,
     read = list({(o.doc_id, o.page, o.bbox): o for o in fa.operands}.values())  # a cell used twice, once
     cites = citations(store, [Hit(o.doc_id, o.page, 0.0) for o in read])  # one per page, in order
     for c in cites:
-        c.regions = [r for o in read if (o.doc_id, o.page) == (c.doc_id, c.page) for r in o.regions()]
+        c.regions = [r.to_dict() for o in read if (o.doc_id, o.page) == (c.doc_id, c.page) for r in o.regions()]
     first = fa.operands[0]
     how = ("computed from the question's definition" if definitions(question) else
            "computed from the metric's standard formula" if computes(question) else "read from the line item's row")

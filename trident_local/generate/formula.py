@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from trident_local.generate.metric_forms import SCALES, derived_expression, metric_form, named_expression
 from trident_local.generate.spans import to_number
-from trident_local.regions.layout import Cell, PageLayout
+from trident_local.regions.layout import Cell, PageLayout, Region
 from trident_local.regions.locate import numbers, printed_numbers
 
 if TYPE_CHECKING:
@@ -152,11 +152,10 @@ class Operand:
         """The operand in a written-out computation: as printed, times its scale where that is not 1."""
         return self.printed if self.scale == 1.0 else f"({self.printed} * {_FACTOR[self.scale]})"
 
-    def regions(self) -> list[dict]:
+    def regions(self) -> list[Region]:
         """The cell and its row label, as citation regions."""
-        return [{"page": self.page, "bbox": [round(v, 1) for v in self.bbox], "kind": "cell", "text": self.printed},
-                {"page": self.page, "bbox": [round(v, 1) for v in self.label_bbox], "kind": "row-header",
-                 "text": self.label}]
+        return [Region(self.page, tuple(self.bbox), "cell", self.printed),
+                Region(self.page, tuple(self.label_bbox), "row-header", self.label)]
 
 
 @dataclass
@@ -221,6 +220,13 @@ def _singular(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
     return word
+
+
+def _may_hold(lowered: str, words: set[str]) -> bool:
+    """Whether a text (lower case) can hold every one of :func:`label_words`' ``words``: each, or its
+    "-ies" plural, occurs in it. A substring test, so that only the pages that pass pay for their word
+    set (reading every page's words for every line item was most of a filing search's time)."""
+    return all(w in lowered or (w.endswith("y") and w[:-1] + "ies" in lowered) for w in words)
 
 
 def label_match(item: str, label: str) -> float:
@@ -535,7 +541,7 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5, pr
         # the other pages that print the year and every word of one of the names: only those get a layout
         wanted = [label_words(n) for n in names]
         rest = [p.number for p in doc.pages if p.number not in near and str(year) in p.text
-                and any(ws and ws <= label_words(p.text) for ws in wanted)]
+                and any(ws and _may_hold(p.text.lower(), ws) and ws <= label_words(p.text) for ws in wanted)]
         kind = item_statement(name)
         home = [p for p, kd in (statements or {}).items() if kd == kind and p not in prefer]
         op = (best_row(name, year, prefer) or best_row(name, year, home) or best_row(name, year, near)

@@ -3,6 +3,8 @@ or rows that carry the answer (no model call: matching on the cited pages after 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -51,14 +53,43 @@ MIN_ROWS = 10
 PAGE_PRIOR = 0.7
 
 
-@lru_cache(maxsize=256)
-def row_vectors(store: IndexStore, embedder: TextEmbedder, doc_id: str, page: int) -> np.ndarray:
-    """The embeddings of a page's rows (one per row of its layout; kept for the pages searched last: a
-    page's rows never change, and embedding them is most of a search's cost on a CPU)."""
-    rows = _layout(store, doc_id, page).rows
-    if not rows:
-        return np.zeros((0, 1), dtype=np.float32)
-    return np.asarray(embedder.encode([r.text for r in rows], kind="passage"), dtype=np.float32)
+class RowVectors:
+    """The embeddings of pages' rows (one per row of a page's layout), kept for the 256 pages searched last:
+    a page's rows never change, and embedding them is most of a cold search's cost on a CPU. The rows of
+    every page not kept yet are embedded in ONE encoder call (a search's five pages together: fewer,
+    fuller batches than a call per page)."""
+
+    def __init__(self, maxsize: int = 256):
+        self.maxsize = maxsize
+        self._kept: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+    def __call__(self, store: IndexStore, embedder: TextEmbedder, pages: Sequence[tuple[str, int]]) -> list[np.ndarray]:
+        keys = [(store, embedder, doc_id, page) for doc_id, page in pages]  # as lru_cache keys them
+        with self._lock:
+            found = {k: self._kept[k] for k in keys if k in self._kept}
+            for k in found:
+                self._kept.move_to_end(k)
+        missing = list(dict.fromkeys((k, key) for k, key in zip(keys, pages, strict=True) if k not in found))
+        rows = [[r.text for r in _layout(store, doc_id, page).rows] for _, (doc_id, page) in missing]
+        texts = [t for page_rows in rows for t in page_rows]
+        vecs = np.asarray(embedder.encode(texts, kind="passage"), dtype=np.float32) if texts else None
+        start = 0
+        with self._lock:
+            for (k, _), page_rows in zip(missing, rows, strict=True):
+                found[k] = vecs[start:start + len(page_rows)] if page_rows else np.zeros((0, 1), dtype=np.float32)
+                start += len(page_rows)
+                self._kept[k] = found[k]
+            while len(self._kept) > self.maxsize:
+                self._kept.popitem(last=False)
+        return [found[k] for k in keys]
+
+
+row_vectors = RowVectors()
 
 
 def search_regions(index: Index, question: str | Query, hits: Sequence[Hit], *,
@@ -74,7 +105,7 @@ def search_regions(index: Index, question: str | Query, hits: Sequence[Hit], *,
     if by_embedding and "dense" in index.store.config.pools and hits:
         embedder = index.models.embedder
         qv = np.asarray(query.vector(embedder), dtype=np.float32).reshape(-1)
-        vecs = [row_vectors(index.store, embedder, h.doc_id, h.page) for h in hits]
+        vecs = row_vectors(index.store, embedder, [h.key for h in hits])
         sims = [v @ qv if len(v) else np.zeros(0, dtype=np.float32) for v in vecs]
     scores = [question_row_scores(lay, query.text, numbers_first=True, similarity=sim)
               for lay, sim in zip(layouts, sims, strict=True)]

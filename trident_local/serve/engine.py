@@ -340,13 +340,14 @@ class Engine:
         return self.check_pdf(path)[0]
 
     # -- queries -------------------------------------------------------------------------------------
-    def search(self, name: str, question: str, *, docs: list[str] | None, pool: str, k: int) -> list[dict]:
+    def search(self, name: str, question: str, *, docs: list[str] | None, pool: str, k: int,
+               finders: str = "all") -> list[dict]:
+        """The evidence pipeline's pages (:func:`trident_local.search.search`), as `trident search --json`."""
+        from trident_local.search import search
+
         with self.reading(name) as idx:
             doc_ids = [self._resolve(idx, d) for d in docs] if docs else None
-            from trident_local.generate.statement_search import search_pages
-
-            return [{**asdict(found.hit), "regions": found.regions}
-                    for found in search_pages(idx, question, pool=pool, doc=doc_ids, k=k)]
+            return [found.to_dict() for found in search(idx, question, pool=pool, doc=doc_ids, k=k, finders=finders)]
 
     def ask(self, name: str, question: str, options: AskOptions, *, docs: list[str] | None,
             min_confidence: float | None = None) -> dict[str, Any]:

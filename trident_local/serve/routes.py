@@ -222,6 +222,7 @@ class SearchBody(Body):
     docs: list[str] | None = None
     pool: str = "fused"
     k: int = Field(10, ge=1, le=200)
+    finders: str = "all"  # lead-page finders: all | none | a comma list of names
 
 
 BOUNDS = {"k_max": {"ge": 1, "le": 50}}
@@ -232,7 +233,7 @@ _HINTS = get_type_hints(AskOptions)
 # and a wrong one is a 400 that lists them.
 AskOptionsBody = create_model("AskOptionsBody", __base__=Body, **{
     f.name: (_HINTS[f.name], Field(f.default, **BOUNDS.get(f.name, {})))
-    for f in fields(AskOptions) if f.name in ("pool", "rerank", "fields", "answer", "k_max")})
+    for f in fields(AskOptions) if f.name in ("pool", "rerank", "fields", "answer", "k_max", "finders")})
 
 
 class AskBody(AskOptionsBody):
@@ -267,7 +268,7 @@ def _check_question(request: Request, q: str, docs: list[str] | None = None) -> 
 async def search(request: Request, index: str, body: SearchBody) -> dict:
     _check_question(request, body.question, body.docs)
     hits = await run_in_threadpool(request.app.state.workers.call, _engine(request), "search", index,
-                                   body.question, docs=body.docs, pool=body.pool, k=body.k)
+                                   body.question, docs=body.docs, pool=body.pool, k=body.k, finders=body.finders)
     return {"hits": hits}
 
 
