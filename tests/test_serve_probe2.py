@@ -307,3 +307,29 @@ def test_asks_and_searches_run_in_worker_processes_and_see_every_write(client: T
 def test_health_answers_head_and_get(client: TestClient) -> None:
     assert client.head("/health").status_code == 200
     assert client.get("/health").json() == {"status": "ok"}
+
+
+# -- notes: names, ETA -------------------------------------------------------------------------------------
+def test_names_match_in_nfc_and_an_ambiguous_name_is_a_409(client: TestClient, tmp_path: Path) -> None:
+    import unicodedata
+
+    nfc = "résumé.pdf"
+    r = _upload(client, nfc, text_pdf(tmp_path / "r.pdf", ["Curriculum text."]).read_bytes())
+    doc_id = wait_job(client, r.json()["job"]["job_id"])["files"][0]["doc_id"]
+    nfd = unicodedata.normalize("NFD", nfc)
+    assert client.get(f"/api/indexes/r/documents/{nfd}").json()["doc_id"] == doc_id
+    twin = _upload(client, nfc, text_pdf(tmp_path / "t.pdf", ["Other bytes, same name."]).read_bytes())
+    wait_job(client, twin.json()["job"]["job_id"])
+    amb = client.get(f"/api/indexes/r/documents/{nfc}")
+    assert amb.status_code == 409 and "several documents" in amb.json()["error"], amb.text
+
+
+def test_rate_and_eta_inside_a_long_first_file() -> None:
+    import time
+
+    from trident_local.serve.jobs import Job, JobFile
+
+    job = Job("j", "r", "index", [JobFile("long.pdf", pages=300, pages_read=30)], state="running",
+              run_started=time.time() - 10)
+    p = job.progress()
+    assert p["pages_per_s"] > 0 and p["eta_s"] is not None and p["pages_done"] == 30

@@ -21,7 +21,7 @@ from trident_local.errors import StorageFull, TridentError
 from trident_local.models.batcher import BatchPolicy
 from trident_local.models.runtime import ModelCache
 from trident_local.serve.auth import KeyStore
-from trident_local.serve.engine import Busy, Engine, NotFound
+from trident_local.serve.engine import Ambiguous, Busy, Engine, NotFound
 from trident_local.serve.errors import OPENAI_PREFIX, error_body
 from trident_local.serve.gate import Gate, QueueFull
 from trident_local.serve.guard import BrowserGuard
@@ -249,6 +249,10 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(NotFound)
     async def _not_found(r: Request, e: NotFound) -> JSONResponse:
         return error(404, str(e), request=r, **_named(e))
+
+    @app.exception_handler(Ambiguous)
+    async def _ambiguous(r: Request, e: Ambiguous) -> JSONResponse:
+        return error(409, str(e), request=r, **_named(e))
 
     @app.exception_handler(Busy)
     async def _busy(r: Request, e: Busy) -> JSONResponse:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 import shutil
 import threading
+import unicodedata
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from trident_local.generate.ask import AskOptions
 
 AUTO_QUOTA_MB_PER_PAGE = 1.0  # page images kept per indexed page when no quota is set (a scale-1 page is ~0.3 MB)
-AUTO_QUOTA_MIN_MB = 256.0
+AUTO_QUOTA_MIN_MB = 64.0
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -49,6 +50,10 @@ def ensure_index(path: str | Path) -> None:
 
 class NotFound(TridentError):
     """An unknown index, document, page or job (HTTP 404)."""
+
+
+class Ambiguous(TridentError):
+    """A document name several documents answer to (HTTP 409): name it by its id."""
 
 
 class Busy(TridentError):
@@ -196,7 +201,7 @@ class Engine:
         try:
             yield
         except TridentError as e:
-            cls = next((c for c in (NotFound, Busy) if isinstance(e, c)), TridentError)
+            cls = next((c for c in (NotFound, Busy, Ambiguous) if isinstance(e, c)), TridentError)
             text = self.scrub(str(e))
             if text == str(e) and cls is type(e):
                 raise
@@ -273,10 +278,16 @@ class Engine:
 
     @staticmethod
     def _resolve(idx: Index, doc: str) -> str:
+        """A document id from an id, prefix, file name or stem; a name is matched in NFC as uploads store it
+        (404 when none matches, 409 when several do: the client must name it by id)."""
         try:
             return idx.resolve(doc)
         except TridentError as e:
-            raise NotFound(str(e)) from e
+            nfc = unicodedata.normalize("NFC", doc)
+            if nfc != doc:
+                with suppress(TridentError):
+                    return idx.resolve(nfc)
+            raise (Ambiguous if "matches several documents" in str(e) else NotFound)(str(e)) from e
 
     # -- background work (called by jobs, in a worker thread) ---------------------------------------
     def index_file(self, name: str, path: str, control: IngestControl | None = None) -> FileResult:

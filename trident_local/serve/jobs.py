@@ -63,10 +63,11 @@ class Job:
         return sum(f.pages for f in self.files)
 
     def progress(self) -> dict[str, Any]:
+        reading = sum(f.pages_read for f in self.files if f.status == "pending")  # inside the current file
         rate = 0.0
-        if self.run_started and self.run_pages:
-            rate = self.run_pages / max(time.time() - self.run_started, 1e-6)
-        done = self.pages_done + sum(f.pages_read for f in self.files if f.status == "pending")
+        if self.run_started and (self.run_pages or reading):
+            rate = (self.run_pages + reading) / max(time.time() - self.run_started, 1e-6)
+        done = self.pages_done + reading
         left = self.pages_total - done
         return {
             "files_done": sum(f.status != "pending" for f in self.files),

@@ -78,10 +78,16 @@ def _engine(request: Request) -> Any:
 
 
 # -- operations -------------------------------------------------------------------------------------------
-@router.api_route("/health", methods=["GET", "HEAD"], tags=["operations"])
+@router.get("/health", tags=["operations"])
 async def health() -> dict:
-    """On the event loop itself: never queued behind work in the thread pool (uptime checks may HEAD it)."""
+    """On the event loop itself: never queued behind work in the thread pool."""
     return {"status": "ok"}
+
+
+@router.head("/health", include_in_schema=False)
+async def health_head() -> Response:
+    """Uptime checks that send HEAD."""
+    return Response()
 
 
 @router.get("/ready", tags=["operations"], dependencies=[Depends(require("read"))])

@@ -33,7 +33,7 @@ class Settings:
     max_question_chars: int = 4000
     max_answer_chars: int = 20000  # /verify: an answer costs CPU per claim, so it is bounded like a question
     page_cache_mb: float = 0.0  # page images kept per index, least recently used out first (0: 1 MB per
-    # indexed page, at least 256 MB)
+    # indexed page, at least 64 MB)
     ocr_max_pages: int = 200  # per uploaded file; pages past it stay image-only (a warning says so)
     allowed_hosts: list[str] = field(default_factory=list)  # Host header values served; empty = loopback
     # names on a loopback bind, any on another (DNS rebinding needs a loopback server without keys)
