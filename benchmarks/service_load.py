@@ -1,8 +1,9 @@
 """Load on `trident serve` (loopback only): N clients ask for T seconds while one client uploads PDFs.
 
     .venv/bin/python benchmarks/service_load.py --clients 1 8 32 --seconds 15 --pdfs 20
-    .venv/bin/python benchmarks/service_load.py --index /path/to/filings-index \
-        --questions data/financebench-dev/dataset.json --clients 32 128 256 --seconds 60 --pdfs 0 --route both
+    .venv/bin/python benchmarks/service_load.py --index /work/idx/fb \\
+        --questions ../shared/data/financebench-dev/dataset.json --clients 32 128 256 --seconds 60 --pdfs 0 \\
+        --route both
 
 Starts ``trident serve`` on a free loopback port over a fresh index of the sample PDFs (or over a
 copy of ``--index``; no-model default); then, for each N, N asyncio clients ask questions in a
@@ -19,7 +20,7 @@ FinanceBench file) each ask is scoped to its question's document. Exit status 1 
 damaged index. Bounded: T <= 120 s, N <= 256, PDFs <= 50. --out also writes the JSON.
 
 Recorded (results/service_load.json) with at least 32 clients at the last level, T >= 15 s and
-20 PDFs.
+20 PDFs; with --index (results/service_load_filings.json) at 256 clients and T >= 60 s.
 """
 
 from __future__ import annotations
