@@ -23,6 +23,10 @@ from trident_local.models.profiles import NO_MODEL
 if TYPE_CHECKING:
     from trident_local.serve.engine import Engine, IndexHandle
 
+# The workers yield the CPU to the server's event loop (health checks, 429s, uploads) when both want it;
+# on an otherwise idle machine a nice value costs them nothing.
+WORKER_NICE = 5
+
 _engine: Engine | None = None
 _generations: dict[str, int] = {}
 
@@ -33,6 +37,7 @@ def _start(chat: str, indexes: dict[str, str]) -> None:
     from trident_local.serve.engine import Engine
 
     _die_with_parent()
+    os.nice(WORKER_NICE)
     _engine = Engine({}, chat=chat)
     for name, path in indexes.items():
         # an empty index, a pool not built yet: the first real call says what is wrong
