@@ -16,7 +16,7 @@ from trident_local.cli import app
 from trident_local.errors import TridentError
 from trident_local.index import Index
 from trident_local.regions.layout import Region
-from trident_local.search import DEPTH, Lead, finder_names, parse_finders, register_finder
+from trident_local.search import Lead, finder_names, parse_finders, register_finder
 
 TURNOVER = ("What is Acme's FY2019 inventory turnover ratio? Inventory turnover ratio is defined as: "
             "(FY2019 COGS) / (average inventory between FY2018 and FY2019). Round your answer to two decimal "
@@ -71,7 +71,7 @@ def test_unknown_finder_is_a_clear_error(filing: Index) -> None:
 
 def test_a_short_search_is_the_head_of_a_long_one(filing: Index) -> None:
     for q in QUESTIONS:
-        long = [f.key for f in search(filing, q, k=DEPTH, regions=False)]
+        long = [f.key for f in search(filing, q, k=filing.config.pool_size, regions=False)]
         assert [f.key for f in search(filing, q, k=5)] == long[:5]
 
 
@@ -162,3 +162,35 @@ def test_eval_qa_and_ask_share_their_defaults() -> None:
         assert qa_d[name] == ask_d[name] == getattr(AskOptions(), name), name
     search_d = defaults(["search"])
     assert ret_d["pool"] == search_d["pool"] and ret_d["finders"] == search_d["finders"]
+
+
+class Careless:
+    """A user's finder that names pages out of range, of another document, and then fails."""
+
+    name: ClassVar[str] = "careless"
+    calls = 0
+
+    def find(self, index: Index, query, hits) -> list[Lead]:
+        Careless.calls += 1
+        if "fail" in query.text:
+            raise ValueError("a broken table")
+        energy, acme = index.resolve("energy_report.pdf"), index.resolve("acme_2019_10k.pdf")
+        return [Lead(energy, 0), Lead(energy, 999), Lead(acme, 3), Lead("no-such-doc", 1), Lead(energy, 4)]
+
+
+def test_a_finders_leads_stay_inside_the_search_and_a_failing_finder_is_skipped(
+        filing: Index, caplog: pytest.LogCaptureFixture) -> None:
+    register_finder("careless", f"{__name__}:Careless")
+    try:
+        found = search(filing, "solar farm output", doc="energy_report.pdf", k=3, finders="careless")
+        assert (found[0].page, found[0].found_by) == (4, "careless")
+        assert all(f.doc_id == filing.resolve("energy_report.pdf") for f in found)
+        assert {f.key for f in search(filing, "solar farm output", k=3, finders="careless")} >= {
+            (filing.resolve("acme_2019_10k.pdf"), 3), (filing.resolve("energy_report.pdf"), 4)}
+        q = "solar farm output, fail"
+        assert [f.key for f in search(filing, q, k=3, finders="careless")] == [h.key for h in filing.search(q, k=3)]
+        assert "lead-page finder 'careless' failed" in caplog.text and "a broken table" in caplog.text
+    finally:
+        from trident_local.search import _FINDERS
+
+        _FINDERS.unregister("careless")

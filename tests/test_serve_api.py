@@ -89,6 +89,26 @@ def test_search_verify_and_document_info(client: TestClient) -> None:
     assert client.post("/api/indexes/r/annotate", json={"docs": ["nope.pdf"]}).status_code == 404
 
 
+def test_service_search_and_ask_rank_the_pipelines_pages(client: TestClient) -> None:
+    from trident_local import search
+    from trident_local.index import Index
+
+    idx = Index.open(client.index_dir)
+    q = "wind capacity by region"
+    hits = client.post("/api/indexes/r/search", json={"question": q, "k": 3}).json()["hits"]
+    assert [(h["doc_id"], h["page"], h["found_by"]) for h in hits] == \
+        [(p.doc_id, p.page, p.found_by) for p in search(idx, q, k=3)]
+    off = client.post("/api/indexes/r/search", json={"question": q, "k": 3, "finders": "none"}).json()["hits"]
+    assert [(h["doc_id"], h["page"]) for h in off] == [x.key for x in idx.search(q, k=3)]
+    bad = client.post("/api/indexes/r/search", json={"question": q, "finders": "bogus"})
+    assert bad.status_code == 400 and "unknown lead-page finder" in bad.text
+    asked = client.post("/api/indexes/r/ask", json={"question": q, "finders": "none"})
+    assert asked.status_code == 200, asked.text
+    assert [tuple(p[:2]) for p in asked.json()["pool_pages"]] == \
+        [x.key for x in search(idx, q, k=idx.config.pool_size, finders="none", regions=False)]
+    assert client.post("/api/indexes/r/ask", json={"question": q, "finders": "bogus"}).status_code == 400
+
+
 def test_upload_indexes_in_background_then_askable_and_deletable(client: TestClient, tmp_path: Path) -> None:
     pdf = text_pdf(tmp_path / "turbine.pdf", ["Turbine maintenance manual. The gearbox oil is changed every 18 months."])
     r = client.post("/api/indexes/r/documents", files={"file": ("turbine.pdf", pdf.read_bytes(), "application/pdf")})

@@ -14,13 +14,14 @@ evidence is on by other means than word overlap (the filings reader: the rows it
 from). Their pages go first, scored as the pool's best page, each with the regions the finder read. A
 finder is switched off by leaving its name out of ``finders``.
 
-The pool is always read :data:`DEPTH` pages deep (the ask's candidate pool), whatever ``k``: the finders
-see the same pages for a 5-page search and a 20-page ask, so ``search(k=5)`` is the head of
-``search(k=20)``.
+The pool is always read ``index.config.pool_size`` pages deep (the ask's candidate pool, M = 20 by
+default), whatever ``k``: the finders see the same pages for a 5-page search and a 20-page ask, so
+``search(k=5)`` is the head of the ask's pages.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -35,7 +36,7 @@ from trident_local.retrieve.base import Hit
 if TYPE_CHECKING:
     from trident_local.index import Index
 
-DEPTH = 20  # pages read from the pool before the finders and the cut to k (the ask's pool size)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -132,12 +133,13 @@ def search(
         raise TridentError(f"k must be at least 1, not {k}")
     query = Query.of(question)
     names = parse_finders(finders)
-    hits = index.search(query, pool=pool, doc=doc, k=max(k, DEPTH))
+    hits = index.search(query, pool=pool, doc=doc, k=max(k, index.config.pool_size))
     if not hits:
         return []
+    docs = None if doc is None else {index.resolve(d) for d in ([doc] if isinstance(doc, str) else doc)}
     leads: dict[tuple[str, int], PageHit] = {}
     for name in names:
-        for lead in _FINDERS.load(name)().find(index, query, hits):
+        for lead in _leads(index, name, query, hits, docs):
             found = leads.setdefault(lead.key, PageHit(*lead.key, hits[0].score, name))
             found.regions.extend(lead.regions)
     ranked = [*leads.values(), *(PageHit(h.doc_id, h.page, h.score, h.pool) for h in hits if h.key not in leads)]
@@ -149,3 +151,19 @@ def search(
                 boxes.setdefault(tuple(round(v, 1) for v in r.bbox), r)
             page.regions = list(boxes.values())
     return ranked
+
+
+def _leads(index: Index, name: str, query: Query, hits: list[Hit], docs: set[str] | None) -> list[Lead]:
+    """A finder's leads within the documents searched and their pages; a finder that fails is logged and
+    skipped (the pool's ranking stands), so one broken finder never takes search down."""
+    try:
+        found = _FINDERS.load(name)().find(index, query, hits)
+    except TridentError:
+        raise
+    except Exception as e:  # a finder is code over arbitrary documents: report it, keep searching
+        log.warning("lead-page finder %r failed on %r (%s: %s); its pages are left out", name, query.text[:80],
+                    type(e).__name__, e)
+        return []
+    entries = index.store.manifest.documents
+    return [lead for lead in found if (docs is None or lead.doc_id in docs) and lead.doc_id in entries
+            and 1 <= lead.page <= entries[lead.doc_id].n_pages]

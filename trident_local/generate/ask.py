@@ -4,9 +4,9 @@ result = ask(index, "What was the revenue in 2020?", AskOptions(pool="fused", re
              doc="report.pdf")
 
 The candidate pages are those of :func:`trident_local.search.search` (the pool, with the lead-page
-finders' pages first), the same pages `trident search` shows. The question becomes one :class:`~trident_local.query.Query` (embedded once, routed
-once) and the models come from the index's runtime (``index.models``): a chat
-profile "none" there runs every stage's no-model strategy.
+finders' pages first), the same pages `trident search` shows. The question becomes one
+:class:`~trident_local.query.Query` (embedded once, routed once) and the models come from the index's
+runtime (``index.models``): a chat profile "none" there runs every stage's no-model strategy.
 """
 
 from __future__ import annotations

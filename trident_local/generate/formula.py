@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from trident_local.generate.metric_forms import SCALES, derived_expression, metric_form, named_expression
@@ -31,6 +32,7 @@ from trident_local.regions.locate import numbers, printed_numbers
 
 if TYPE_CHECKING:
     from trident_local.index import Index
+    from trident_local.store.index_store import IndexStore
 
 # "X is defined as: EXPR." / "Define X as EXPR." (EXPR runs to the end of its sentence; "3.5" is not one)
 _DEFINED = re.compile(
@@ -210,7 +212,7 @@ def label_words(text: str) -> set[str]:
     """A row label's words. Not :func:`trident_local.text.terms`: its stop words drop "total" and
     "other", which are what tell "Total current assets" from "Other current assets"."""
     text = re.sub(r"\([^)]*\)", " ", text)  # "(Note 6)", "(in millions)"
-    return {_singular(w) for w in re.findall(r"[a-z&]+", text.lower()) if w not in _LABEL_NOISE}
+    return {_singular(w) for w in set(re.findall(r"[a-z&]+", text.lower())) - _LABEL_NOISE}
 
 
 def _singular(word: str) -> str:
@@ -222,11 +224,16 @@ def _singular(word: str) -> str:
     return word
 
 
-def _may_hold(lowered: str, words: set[str]) -> bool:
-    """Whether a text (lower case) can hold every one of :func:`label_words`' ``words``: each, or its
-    "-ies" plural, occurs in it. A substring test, so that only the pages that pass pay for their word
-    set (reading every page's words for every line item was most of a filing search's time)."""
-    return all(w in lowered or (w.endswith("y") and w[:-1] + "ies" in lowered) for w in words)
+@lru_cache(maxsize=16)
+def _pages_by_word(store: IndexStore, doc_id: str) -> dict[str, frozenset[int]]:
+    """Each :func:`label_words` word of a document's pages -> the pages that print it: read once per document
+    (a doc_id is its PDF's content hash), so finding the pages that print every word of an item's name is a
+    set intersection, not a read of every page's words for every item (most of a filing search's time)."""
+    pages: dict[str, set[int]] = {}
+    for p in store.document(doc_id).pages:
+        for w in label_words(p.text):
+            pages.setdefault(w, set()).add(p.number)
+    return {w: frozenset(ps) for w, ps in pages.items()}
 
 
 def label_match(item: str, label: str) -> float:
@@ -539,9 +546,10 @@ def index_lookup(index: Index, doc_id: str, pages: Sequence[int], k: int = 5, pr
         found = index.search(" ".join(names[:3]) + f" {year}", pool=pool, doc=[doc_id], k=k)
         near = list(dict.fromkeys([*used, *pages, *(h.page for h in found)]))
         # the other pages that print the year and every word of one of the names: only those get a layout
-        wanted = [label_words(n) for n in names]
-        rest = [p.number for p in doc.pages if p.number not in near and str(year) in p.text
-                and any(ws and _may_hold(p.text.lower(), ws) and ws <= label_words(p.text) for ws in wanted)]
+        words = _pages_by_word(index.store, doc_id)
+        holding = set().union(*(frozenset.intersection(*(words.get(w, frozenset()) for w in ws))
+                                for ws in map(label_words, names) if ws))
+        rest = [p.number for p in doc.pages if p.number in holding and p.number not in near and str(year) in p.text]
         kind = item_statement(name)
         home = [p for p, kd in (statements or {}).items() if kd == kind and p not in prefer]
         op = (best_row(name, year, prefer) or best_row(name, year, home) or best_row(name, year, near)
