@@ -221,7 +221,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         jobs.start()
-        if any(workers.takes(h) for h in engine.handles.values()):
+        if workers.wanted(engine.handles.values()):
             workers.start()
         log.info("started", extra={"fields": {"indexes": list(engine.handles), "host": settings.host,
                                               "auth": keys.enabled}})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +47,8 @@ def _start(chat: str, indexes: dict[str, str]) -> None:
 
 
 def _die_with_parent() -> None:
-    """Linux: the kernel sends this worker SIGTERM when the server process exits, however it exits."""
+    """Linux: the kernel sends this worker SIGTERM when the thread that started it ends (the server's event
+    loop thread, see :meth:`Workers.start`), however the server ends."""
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
         import signal
@@ -90,12 +92,17 @@ class Workers:
 
     def __init__(self, n: int, chat: str = "", indexes: dict[str, str] | None = None):
         self.n = n
+        self._started = False
         self._pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_start,
                                          initargs=(chat, dict(indexes or {}))) if n > 0 else None
 
     def takes(self, handle: IndexHandle) -> bool:
-        """Whether calls on ``handle`` run in a worker: there are workers and the index runs no chat model."""
-        return self._pool is not None and handle.models.profile_name("chat") == NO_MODEL
+        """Whether calls on ``handle`` run in a worker: the workers started and the index runs no chat model."""
+        return self._started and handle.models.profile_name("chat") == NO_MODEL
+
+    def wanted(self, handles: Iterable[IndexHandle]) -> bool:
+        """Whether any of ``handles`` would run its calls in a worker once they are started."""
+        return self._pool is not None and any(h.models.profile_name("chat") == NO_MODEL for h in handles)
 
     def call(self, engine: Engine, method: str, name: str, *args: Any, **kwargs: Any) -> Any:
         """``engine.<method>(name, ...)``, in a worker when it takes the index (blocks: run it in a thread)."""
@@ -108,10 +115,13 @@ class Workers:
 
     def start(self) -> None:
         """Start every worker now, in the background (each imports the library and opens the indexes
-        once), rather than on the first asks."""
+        once), from the thread that runs the event loop: a worker's parent-death signal follows the
+        thread that started it, and that one lives as long as the server. Calls go to the workers
+        only after this (an index created later without workers started asks in threads)."""
         if self._pool is not None:
             for _ in range(self.n):
                 self._pool.submit(_ready)
+            self._started = True
 
     def close(self) -> None:
         """Stop the workers now: the drain time for requests in flight has passed when this runs."""
