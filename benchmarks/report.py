@@ -33,6 +33,7 @@ ORDER = [
 # Scripts that record more than one result: name -> a string the recording command contains.
 RESULT_NAMES: dict[str, dict[str, str]] = {
     "maxsim": {"maxsim": "", "maxsim_cuda": "--device cuda"},
+    "service_load": {"service_load": "", "service_load_filings": "--index"},
     "chat_batching": {"chat_batching": "", "chat_batching_transformers": "--backend transformers"},
     "peer_langchain": {"peer_langchain_financebench-dev": "financebench-dev",
                        "peer_langchain_mmlongbench-doc": "mmlongbench-doc"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -43,3 +44,15 @@ def _fresh_model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     from trident_local.models import runtime
 
     monkeypatch.setattr(runtime, "_DEFAULT_CACHE", None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _asks_in_threads() -> Iterator[None]:
+    """Apps built in the test process run no-model asks in threads (``ask_workers = -1`` would start a
+    worker process per core for each app); a test of the worker processes sets ``ask_workers`` itself,
+    and `trident serve` in a subprocess keeps the default. Session-wide, so module fixtures see it too."""
+    from trident_local.serve import workers
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(workers, "auto_workers", lambda slots: 0)
+        yield

@@ -162,8 +162,9 @@ def test_docs_scope_through_extra_body(server, doc: str) -> None:
 
 
 def test_extra_options_keep_the_ask_apis_bounds(server) -> None:
-    with pytest.raises(openai.UnprocessableEntityError):
+    with pytest.raises(openai.BadRequestError) as e:  # OpenAI answers a body it cannot use with 400
         ask(server, LED, extra_body={"k_max": 99})
+    assert e.value.param == "k_max"
     with pytest.raises(openai.BadRequestError, match="rerankers: .*auto"):  # names read from the registry
         ask(server, LED, extra_body={"rerank": "magic"})
     with pytest.raises(openai.NotFoundError):
@@ -224,3 +225,84 @@ def test_an_ask_failing_mid_stream_ends_it_with_an_error_event(server, monkeypat
     assert next(iter(stream)).choices[0].delta.role == "assistant"  # the request was taken
     with pytest.raises(openai.APIError, match="internal error"):
         list(stream)
+
+
+# -- protocol fields that are honoured or refused, never dropped ------------------------------------------
+def test_json_object_content_is_the_answer_with_citations_and_confidence(server) -> None:
+    import json
+
+    resp = ask(server, LED, response_format={"type": "json_object"})
+    d = json.loads(resp.choices[0].message.content)
+    assert set(d) >= {"answer", "citations", "confidence"} and d["answer"]
+    assert d["citations"] and all(c["regions"] and c["page"] >= 1 for c in d["citations"])
+    streamed = "".join(c.choices[0].delta.content or "" for c in ask(server, LED, stream=True,
+                                                                        response_format={"type": "json_object"})
+                       if c.choices)
+    assert json.loads(streamed)["answer"] == d["answer"]
+
+
+SCHEMA = {"type": "json_schema", "json_schema": {"name": "region", "schema": {
+    "type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]}}}
+
+
+def test_json_schema_without_a_chat_model_is_a_400_and_with_one_is_decoded_to_it(server) -> None:
+    import json
+
+    from chat_doubles import NotReentrantChat
+
+    with pytest.raises(openai.BadRequestError) as e:
+        ask(server, LED, response_format=SCHEMA)
+    assert e.value.param == "response_format"
+    seen = []
+
+    def reply(r):
+        seen.append(r)
+        return '{"region": "South"}'
+
+    models = server[1].state.engine.handle("s").models
+    models.provide("chat", NotReentrantChat("schema-double", delay=0, reply=reply))
+    try:
+        resp = client(server).chat.completions.create(model="trident/s", messages=USER_LED, response_format=SCHEMA)
+    finally:
+        models.use_profile("chat", None)
+    assert json.loads(resp.choices[0].message.content) == {"region": "South"}
+    assert seen[-1].json_schema == SCHEMA["json_schema"]["schema"]  # guided decoding got the client's schema
+
+
+@pytest.mark.parametrize("kw, param", [
+    ({"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+      "tool_choice": "required"}, "tools"),
+    ({"functions": [{"name": "get_weather", "parameters": {"type": "object"}}]}, "functions"),
+    ({"tool_choice": "required"}, "tool_choice"),
+    ({"response_format": {"type": "yaml"}}, "response_format"),
+    ({"max_tokens": -5}, "max_tokens"),
+])
+def test_fields_that_cannot_be_honoured_are_a_400_naming_them(server, kw: dict, param: str) -> None:
+    with pytest.raises(openai.BadRequestError) as e:
+        ask(server, LED, **kw)
+    assert e.value.type == "invalid_request_error" and e.value.param == param
+
+
+def test_malformed_body_is_a_400_not_a_422(server) -> None:
+    with pytest.raises(openai.BadRequestError) as e:
+        client(server).post("/chat/completions", body={"model": "trident/r"}, cast_to=object)
+    assert e.value.param == "messages" and e.value.type == "invalid_request_error"
+
+
+def test_too_long_input_is_context_length_exceeded_and_a_short_follow_up_is_answered(server) -> None:
+    with pytest.raises(openai.BadRequestError) as e:
+        ask(server, "x" * 200_000)
+    assert e.value.code == "context_length_exceeded"
+    long = ("Please consider the wind report carefully. " * 90)[:3960] + " " + LED
+    turns = [{"role": "user", "content": long}, {"role": "assistant", "content": "South [1]"},
+             {"role": "user", "content": "And in 2022?"}]
+    resp = client(server).chat.completions.create(model="trident/r", messages=turns)
+    q = resp.model_extra["trident"]["question"]
+    assert q.endswith("And in 2022?") and len(q) <= 4000 and "2,900 megawatts" in q
+
+
+def test_stream_include_usage_sends_the_usage_chunk(server) -> None:
+    chunks = list(ask(server, LED, stream=True, stream_options={"include_usage": True}))
+    last = chunks[-1]
+    assert last.choices == [] and last.usage is not None and last.usage.completion_tokens > 0
+    assert all(c.usage is None for c in chunks[:-1])

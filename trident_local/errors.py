@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class TridentError(Exception):
     """Base class: messages are shown to the user as one line, without a traceback."""
@@ -25,6 +27,23 @@ class IndexError_(TridentError):
 
 class WriterBusy(TridentError):
     """Another process (or another writer in this one) holds the index's writer lock."""
+
+
+class StorageFull(TridentError):
+    """A volume ran out of space (ENOSPC, or a disk quota): what ran out, where, and that rerunning
+    resumes. Every write is atomic, so what was written before is whole and the index searchable."""
+
+    ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+    def __init__(self, where: str, doing: str = "writing the index",
+                 then: str = "run the same command again: it resumes where it stopped"):
+        super().__init__(f"no space left on the device holding {where} (while {doing}); free space there and {then}")
+        self.where = where
+
+    @classmethod
+    def caused(cls, e: BaseException) -> bool:
+        """Whether ``e`` is an out-of-space error."""
+        return isinstance(e, OSError) and e.errno in cls.ERRNOS
 
 
 class ModelNotFoundError(TridentError):

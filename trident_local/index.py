@@ -20,7 +20,7 @@ from trident_local.config import Config, IndexOptions
 from trident_local.docs.model import Document
 from trident_local.docs.pdf_open import content_hash
 from trident_local.docs.workers import ParserProcesses
-from trident_local.errors import IngestError, TridentError
+from trident_local.errors import IngestError, StorageFull, TridentError
 from trident_local.models.runtime import Models
 from trident_local.query import Query
 from trident_local.retrieve.base import Hit, Pool, get_pool
@@ -157,14 +157,19 @@ class Index:
                 on_pages(res.pages)
 
         runner = StageRunner(self.store, self.stages())
-        with self.store.writer_lock():
-            todo = self.triage(expand_paths(paths), ["ingest", *runner.names], finish)
-            with ParserProcesses(workers, self.config.ocr, close_fds=[self.store.lock_fd],
-                                 control=control) as parser:
-                parser.queue([(p, d) for p, d in todo if not self._ingested(d)])
-                for path, doc_id in todo:
-                    finish(self._index_one(path, doc_id, parser, runner))
-            self.build_pools()
+        try:
+            with self.store.writer_lock():
+                todo = self.triage(expand_paths(paths), ["ingest", *runner.names], finish)
+                with ParserProcesses(workers, self.config.ocr, close_fds=[self.store.lock_fd],
+                                     control=control) as parser:
+                    parser.queue([(p, d) for p, d in todo if not self._ingested(d)])
+                    for path, doc_id in todo:
+                        finish(self._index_one(path, doc_id, parser, runner))
+                self.build_pools()
+        except OSError as e:
+            if StorageFull.caused(e):  # one line that says what ran out, where, and that a rerun resumes
+                raise StorageFull(str(self.store.root)) from None
+            raise
         report.seconds = time.perf_counter() - t0
         return report
 

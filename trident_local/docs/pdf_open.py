@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import mmap
+import re
 from pathlib import Path
 
 import pymupdf
@@ -34,6 +36,18 @@ def _cut_off(p: Path, tail: int = 4096) -> bool:
         return b"%%EOF" not in f.read()
 
 
+_UPDATE_SYNTAX = re.compile(rb"\d+\s+\d+\s+obj\b|\bxref\b|\btrailer\b|\bstartxref\b")
+
+
+def _update_cut(p: Path) -> bool:
+    """PDF objects after the last ``%%EOF``: an incremental update (a later revision) that was cut
+    off. MuPDF then opens the revision before it without a repair, so the cut is never reported and
+    the pages the update added are silently lost. Padding or junk after ``%%EOF`` is not syntax."""
+    with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        end = m.rfind(b"%%EOF")
+        return end >= 0 and _UPDATE_SYNTAX.search(m, end + 5) is not None
+
+
 def open_pdf(path: str | Path) -> pymupdf.Document:
     """Open ``path`` with PyMuPDF after checks that give a user-readable reason for failure."""
     p = Path(path)
@@ -62,7 +76,7 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
     except Exception as e:
         doc.close()
         raise IngestError(str(p), f"corrupt PDF ({e})") from e
-    if getattr(doc, "is_repaired", False) and _cut_off(p):
+    if (getattr(doc, "is_repaired", False) and _cut_off(p)) or _update_cut(p):
         doc.close()
         raise IngestError(str(p), TRUNCATED)
     if n == 0:

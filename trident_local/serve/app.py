@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,21 +17,24 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from trident_local.docs.ingest import IngestCancelled, IngestControl
-from trident_local.errors import TridentError
+from trident_local.errors import StorageFull, TridentError
 from trident_local.models.batcher import BatchPolicy
 from trident_local.models.runtime import ModelCache
 from trident_local.serve.auth import KeyStore
-from trident_local.serve.engine import Busy, Engine, NotFound
-from trident_local.serve.errors import error_body
+from trident_local.serve.engine import Ambiguous, Busy, Engine, NotFound
+from trident_local.serve.errors import OPENAI_PREFIX, error_body
 from trident_local.serve.gate import Gate, QueueFull
 from trident_local.serve.guard import BrowserGuard
 from trident_local.serve.jobs import Job, JobFile, JobManager
 from trident_local.serve.metrics import Metrics
 from trident_local.serve.settings import Settings
+from trident_local.serve.storage import FULL_ERRNOS, make_private
 from trident_local.serve.uploads import clean_partials, remove_orphans, remove_upload
+from trident_local.serve.validate import REFUSED
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("trident_local.serve")
+FULL_RETRY_S = 60  # Retry-After of a 507: space is freed by a person, not in a moment
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None, request: Request | None = None, *,
@@ -105,12 +109,27 @@ class Observe:
             else:
                 app_receive = receive
 
+            started = False
+
             async def send_wrapped(message: dict) -> None:
+                nonlocal started
                 if message["type"] == "http.response.start":
-                    status["code"] = message["status"]
+                    status["code"], started = message["status"], True
                 await send(message)
 
-            await self.app(scope, app_receive, send_wrapped)
+            try:
+                await self.app(scope, app_receive, send_wrapped)
+            except Exception:
+                # Answered here, inside the browser guard, so a 500 carries the security headers,
+                # is counted and gets its request line like any other answer.
+                log.exception("internal error", extra={"fields": {"path": scope["path"]}})
+                status["code"] = 500
+                if started:
+                    self._observe(scope, status, t0)
+                    raise
+                exc = sys.exc_info()[1]
+                await error(500, f"internal error ({type(exc).__name__}); see the server log",
+                            path=scope["path"])(scope, receive, send_wrapped)
         self._observe(scope, status, t0)
 
     def _observe(self, scope: dict, status: dict, t0: float) -> None:
@@ -134,9 +153,12 @@ def create_app(settings: Settings) -> FastAPI:
     # backend without batching of its own gets the batcher (see models/runtime.py ModelCache).
     cache = ModelCache(concurrent={"chat": BatchPolicy(settings.batch_max, settings.batch_wait_ms)},
                        on_batch=lambda role, n: metrics.batch_size.labels(role).observe(n))
-    engine = Engine(settings.indexes, settings.data_dir, settings.chat, cache)
+    engine = Engine(settings.indexes, settings.data_dir, settings.chat, cache, settings.page_cache_mb)
     for h in engine.handles.values():
         clean_partials(h.path)
+        make_private(h.path)  # umask 077 from here on, and what was written before made private
+    if settings.data_dir:
+        make_private(Path(settings.data_dir))
 
     def run_index(job: Job, f: JobFile) -> None:
         def page_read(n: int) -> None:
@@ -191,13 +213,21 @@ def create_app(settings: Settings) -> FastAPI:
         if gone:
             log.info("removed uploads that no job will index", extra={"fields": {"index": name, "doc_ids": gone}})
 
+    from trident_local.serve import workers as worker_pool
+
+    n_workers = settings.ask_workers if settings.ask_workers >= 0 else worker_pool.auto_workers(settings.model_slots)
+    workers = worker_pool.Workers(n_workers, settings.chat, {n: str(h.path) for n, h in engine.handles.items()})
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         jobs.start()
+        if workers.wanted(engine.handles.values()):
+            workers.start()
         log.info("started", extra={"fields": {"indexes": list(engine.handles), "host": settings.host,
                                               "auth": keys.enabled}})
         yield
         jobs.stop(settings.drain_s)  # SIGTERM: the current file finishes, the rest stays queued
+        workers.close()
         cache.close()
         log.info("stopped")
 
@@ -205,7 +235,7 @@ def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(title="trident serve", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None, description="Question answering over indexed PDFs with page-accurate citations.")
     app.state.settings, app.state.engine, app.state.keys = settings, engine, keys
-    app.state.jobs, app.state.metrics = jobs, metrics
+    app.state.jobs, app.state.metrics, app.state.workers = jobs, metrics, workers
     app.state.gate = Gate(settings.model_slots, settings.model_queue, settings.retry_after_s)
     app.add_middleware(Observe, metrics=metrics, max_json=int(settings.max_json_kb * 1024))
     app.add_middleware(BrowserGuard, hosts=settings.served_hosts, origins=settings.cors_origins,
@@ -219,6 +249,10 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(NotFound)
     async def _not_found(r: Request, e: NotFound) -> JSONResponse:
         return error(404, str(e), request=r, **_named(e))
+
+    @app.exception_handler(Ambiguous)
+    async def _ambiguous(r: Request, e: Ambiguous) -> JSONResponse:
+        return error(409, str(e), request=r, **_named(e))
 
     @app.exception_handler(Busy)
     async def _busy(r: Request, e: Busy) -> JSONResponse:
@@ -238,13 +272,31 @@ def create_app(settings: Settings) -> FastAPI:
         errs = e.errors()
         if any(x.get("type") == "json_invalid" for x in errs):
             return error(400, "malformed JSON body", request=r)
+        refused = [x for x in errs if x.get("type") in REFUSED]
+        if refused:  # text no file or tokenizer can take, nesting too deep: the request is bad, not its shape
+            return error(400, str(refused[0].get("msg")), request=r)
         fields = [".".join(str(p) for p in x.get("loc", ()) if p != "body") for x in errs]
         parts = [f"{f}: {x.get('msg')}" for f, x in zip(fields, errs, strict=True)]
-        return error(422, "invalid request: " + "; ".join(parts), request=r, param=(fields or [None])[0])
+        # OpenAI answers a body it cannot use with 400 invalid_request_error (its SDKs: BadRequestError)
+        status = 400 if r.url.path.startswith(OPENAI_PREFIX) else 422
+        return error(status, "invalid request: " + "; ".join(parts), request=r, param=(fields or [None])[0])
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(r: Request, e: StarletteHTTPException) -> JSONResponse:
         return error(e.status_code, str(e.detail), headers=getattr(e, "headers", None), request=r)
+
+    @app.exception_handler(StorageFull)
+    async def _full_volume(r: Request, e: StorageFull) -> JSONResponse:
+        log.error("storage full", extra={"fields": {"path": r.url.path, "error": str(e)}})
+        return error(507, engine.scrub(str(e)), headers={"Retry-After": str(FULL_RETRY_S)}, request=r)
+
+    @app.exception_handler(OSError)
+    async def _os_error(r: Request, e: OSError) -> JSONResponse:
+        if e.errno not in FULL_ERRNOS:  # a volume or quota out of space: 507, not 500
+            raise e
+        log.error("storage full", extra={"fields": {"path": r.url.path, "error": str(e)}})
+        return error(507, "the index volume is full (no space left on device): nothing was changed; free "
+                     "space on the server and retry", headers={"Retry-After": str(FULL_RETRY_S)}, request=r)
 
     @app.exception_handler(Exception)
     async def _internal(r: Request, e: Exception) -> JSONResponse:

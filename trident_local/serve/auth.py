@@ -16,6 +16,7 @@ from pathlib import Path
 
 from trident_local.atomic import atomic_write_json, read_json
 from trident_local.errors import TridentError
+from trident_local.serve.validate import unencodable
 
 SCOPES = ("read", "write", "admin")
 
@@ -77,26 +78,30 @@ class KeyStore:
             raise TridentError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
         if self.path is None:
             raise TridentError("no keys file configured (set keys_file)")
+        if any(unencodable(t) is not None for t in [*(indexes or []), label]):
+            raise TridentError("a key's index names and label must be valid Unicode text")
         secret = "tk_" + secrets.token_urlsafe(32)
         k = ApiKey(secrets.token_hex(6), key_hash(secret), scope, list(indexes or ["*"]), label, time.time())
         with self._lock:
-            self._keys[k.key_id] = k
-            self._save()
+            self._commit({**self._keys, k.key_id: k})
         return secret, k
 
     def delete(self, key_id: str) -> bool:
         with self._lock:
             if key_id == "startup" or key_id not in self._keys:
                 return False
-            del self._keys[key_id]
-            self._save()
+            self._commit({i: k for i, k in self._keys.items() if i != key_id})
             return True
 
     def list(self) -> list[ApiKey]:
         return list(self._keys.values())
 
-    def _save(self) -> None:
+    def _commit(self, keys: dict[str, ApiKey]) -> None:
+        """Write ``keys`` to the file, then make them the keys in memory: a failed write (disk full,
+        text the file cannot hold) raises and changes nothing, so memory and disk never disagree
+        and a key whose revocation was answered stays revoked after a restart."""
         assert self.path is not None
-        stored = [asdict(k) for k in self._keys.values() if k.key_id != "startup"]
+        stored = [asdict(k) for k in keys.values() if k.key_id != "startup"]
         atomic_write_json(self.path, {"keys": stored})
         self.path.chmod(0o600)
+        self._keys = keys

@@ -12,9 +12,11 @@ Readers and writers of an index directory are kept apart in this process:
 from __future__ import annotations
 
 import re
+import shutil
 import threading
+import unicodedata
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,12 +25,16 @@ from trident_local.config import Config
 from trident_local.errors import TridentError, WriterBusy
 from trident_local.index import FileResult, Index
 from trident_local.models.runtime import ModelCache, Models
+from trident_local.serve.page_cache import MB, PageCache
+from trident_local.store.index_store import MANIFEST
 
 if TYPE_CHECKING:
     from trident_kernels.ann_shards import MapFn
     from trident_local.docs.ingest import IngestControl
     from trident_local.generate.ask import AskOptions
 
+AUTO_QUOTA_MB_PER_PAGE = 1.0  # page images kept per indexed page when no quota is set (a scale-1 page is ~0.3 MB)
+AUTO_QUOTA_MIN_MB = 64.0
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -44,6 +50,10 @@ def ensure_index(path: str | Path) -> None:
 
 class NotFound(TridentError):
     """An unknown index, document, page or job (HTTP 404)."""
+
+
+class Ambiguous(TridentError):
+    """A document name several documents answer to (HTTP 409): name it by its id."""
 
 
 class Busy(TridentError):
@@ -103,10 +113,13 @@ class _Pooled(Index):
 class IndexHandle:
     """One served index: its directory, its lock and its current read snapshot."""
 
-    def __init__(self, name: str, path: Path, chat: str = "", cache: ModelCache | None = None):
+    def __init__(self, name: str, path: Path, chat: str = "", cache: ModelCache | None = None,
+                 image_quota_mb: float = 0.0):
         self.name, self.path = name, path
         self.lock = RWLock()
         self.snapshot = Index.open(path)
+        self.image_quota_mb = image_quota_mb
+        self.images = PageCache(path, self._image_quota)
         # One runtime per served index, every request of it shares its models; the built models
         # themselves live in the service's cache, so indexes with the same chat profile share one engine.
         self.models = Models(self.snapshot.config, cache=cache)
@@ -114,6 +127,13 @@ class IndexHandle:
         if chat:
             self.models.use_profile("chat", chat)
         self.generation = 0
+
+    def _image_quota(self) -> int:
+        """Bytes of page images kept: the setting, else sized for the index (per page, with a floor)."""
+        if self.image_quota_mb > 0:
+            return int(self.image_quota_mb * MB)
+        pages = sum(e.n_pages for e in self.snapshot.store.manifest.documents.values())
+        return int(max(AUTO_QUOTA_MIN_MB, AUTO_QUOTA_MB_PER_PAGE * pages) * MB)
 
     def publish(self) -> None:
         """A new read snapshot (call under the write lock); it keeps the shared runtime."""
@@ -130,13 +150,27 @@ class Engine:
     """The served indexes and the library calls the API makes on them."""
 
     def __init__(self, indexes: dict[str, str], data_dir: str = "", chat: str = "",
-                 cache: ModelCache | None = None):
+                 cache: ModelCache | None = None, image_quota_mb: float = 0.0):
         self.chat = chat  # overrides each index's chat profile when set
+        self.image_quota_mb = image_quota_mb
         self.data_dir = Path(data_dir) if data_dir else None
         self.cache = cache if cache is not None else ModelCache()  # the process's engines, shared by indexes
         self.handles: dict[str, IndexHandle] = {}
-        for name, path in indexes.items():
-            self.handles[name] = IndexHandle(name, Path(path), chat, self.cache)
+        for name, path in {**indexes, **self._stored(indexes)}.items():
+            self.handles[name] = IndexHandle(name, Path(path), chat, self.cache, image_quota_mb)
+
+    def _stored(self, named: dict[str, str]) -> dict[str, str]:
+        """The indexes under ``data_dir`` (those ``POST /api/indexes`` made) not already ``named``: a
+        restart serves them again, with the keys scoped to them."""
+        if self.data_dir is None or not self.data_dir.is_dir():
+            return {}
+        taken = {Path(p).resolve() for p in named.values()}
+        found = {}
+        for d in sorted(self.data_dir.iterdir()):
+            if (d / MANIFEST).is_file() and NAME_RE.fullmatch(d.name) and d.name not in named \
+                    and d.resolve() not in taken:
+                found[d.name] = str(d)
+        return found
 
     # -- indexes -------------------------------------------------------------------------------------
     def handle(self, name: str) -> IndexHandle:
@@ -167,7 +201,7 @@ class Engine:
         try:
             yield
         except TridentError as e:
-            cls = next((c for c in (NotFound, Busy) if isinstance(e, c)), TridentError)
+            cls = next((c for c in (NotFound, Busy, Ambiguous) if isinstance(e, c)), TridentError)
             text = self.scrub(str(e))
             if text == str(e) and cls is type(e):
                 raise
@@ -185,8 +219,14 @@ class Engine:
         except TypeError as e:
             raise TridentError(f"bad index config: {e}") from e
         path = self.data_dir / name
-        Index.create(path, cfg)
-        self.handles[name] = IndexHandle(name, path, self.chat, self.cache)
+        fresh = not path.exists()
+        try:
+            Index.create(path, cfg)
+            self.handles[name] = IndexHandle(name, path, self.chat, self.cache, self.image_quota_mb)
+        except BaseException:  # a failed write (a full disk) leaves no half-made index behind
+            if fresh:
+                shutil.rmtree(path, ignore_errors=True)
+            raise
         return self.handles[name]
 
     def index_info(self, name: str) -> dict[str, Any]:
@@ -231,14 +271,23 @@ class Engine:
             h.writer().remove(doc_id)  # rebuilds the pools through _Pooled.build_pools
         except WriterBusy as e:
             raise Busy(f"{name} is being indexed; delete the document when the job is done") from e
+        with h.lock.write():  # no request is drawing a page now, and later ones no longer find the document
+            shutil.rmtree(h.snapshot.store.doc_dir(doc_id), ignore_errors=True)  # what a render raced in
+            h.images.forget(doc_id)
         return doc_id
 
     @staticmethod
     def _resolve(idx: Index, doc: str) -> str:
+        """A document id from an id, prefix, file name or stem; a name is matched in NFC as uploads store it
+        (404 when none matches, 409 when several do: the client must name it by id)."""
         try:
             return idx.resolve(doc)
         except TridentError as e:
-            raise NotFound(str(e)) from e
+            nfc = unicodedata.normalize("NFC", doc)
+            if nfc != doc:
+                with suppress(TridentError):
+                    return idx.resolve(nfc)
+            raise (Ambiguous if "matches several documents" in str(e) else NotFound)(str(e)) from e
 
     # -- background work (called by jobs, in a worker thread) ---------------------------------------
     def index_file(self, name: str, path: str, control: IngestControl | None = None) -> FileResult:
@@ -354,14 +403,24 @@ class Engine:
             tracer = Tracer(idx, idx.models.chat)
             return tracer.trace(question, answer_format, choices, papers=papers or None).to_dict()
 
-    def page_png(self, name: str, doc: str, page: int, scale: int = 1) -> Path:
-        """The rendered page at ``scale`` times the index's DPI (rendered once, then kept)."""
+    def page_png(self, name: str, doc: str, page: int, scale: int = 1, *, render: bool = True) -> Path | None:
+        """The rendered page at ``scale`` times the index's DPI (rendered once, then kept within the
+        index's image quota); ``render=False``: the kept image, or None when it needs drawing."""
+        h = self.handle(name)
         with self.reading(name) as idx:
             doc_id = self._resolve(idx, doc)
             n = idx.store.manifest.documents[doc_id].n_pages
             if not 1 <= page <= n:
                 raise NotFound(f"{doc_id} has pages 1..{n}, not {page}")
-            return idx.store.page_image(doc_id, page, dpi=idx.store.config.dpi * scale if scale > 1 else None)
+            dpi = idx.store.config.dpi * scale if scale > 1 else None
+            path = idx.store.page_image(doc_id, page, dpi=dpi, render=False)
+            if h.images.hit(path):
+                return path
+            if not render:
+                return None
+            path = idx.store.page_image(doc_id, page, dpi=dpi)
+            h.images.add(path)
+            return path
 
     def page_boxes(self, name: str, doc: str, page: int, text: str) -> dict[str, Any]:
         with self.reading(name) as idx:

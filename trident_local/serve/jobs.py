@@ -63,10 +63,11 @@ class Job:
         return sum(f.pages for f in self.files)
 
     def progress(self) -> dict[str, Any]:
+        reading = sum(f.pages_read for f in self.files if f.status == "pending")  # inside the current file
         rate = 0.0
-        if self.run_started and self.run_pages:
-            rate = self.run_pages / max(time.time() - self.run_started, 1e-6)
-        done = self.pages_done + sum(f.pages_read for f in self.files if f.status == "pending")
+        if self.run_started and (self.run_pages or reading):
+            rate = (self.run_pages + reading) / max(time.time() - self.run_started, 1e-6)
+        done = self.pages_done + reading
         left = self.pages_total - done
         return {
             "files_done": sum(f.status != "pending" for f in self.files),
@@ -118,6 +119,11 @@ class JobManager:
         for name, d in self.index_dirs.items():
             self._load(name, d)
 
+    @property
+    def lock(self) -> threading.RLock:
+        """The job table's lock: held, no job ends (and drops its files) and none is added."""
+        return self._lock
+
     def add_index(self, name: str, path: Path) -> None:
         with self._lock:
             self.index_dirs[name] = path
@@ -150,16 +156,21 @@ class JobManager:
         job = Job(uuid.uuid4().hex[:12], index, kind, files, created=time.time())
         with self._lock:
             self.jobs[job.job_id] = job
-            self._save(index)
+            try:
+                self._save(index)
+            except BaseException:  # not on disk (a full volume): not in memory either
+                del self.jobs[job.job_id]
+                raise
         self._queue.put(job.job_id)
         self._changed(job)
         return job
 
     def active_doc_ids(self, index: str) -> set[str]:
-        """doc_ids that a queued or running job of ``index`` has still to do."""
+        """doc_ids that a queued or running job of ``index`` has still to do (a job asked to cancel has
+        nothing left to do: the same file uploaded again meanwhile is stored and indexed by a new job)."""
         with self._lock:
             return {f.doc_id for j in self.jobs.values() if j.index == index and j.state in ACTIVE
-                    for f in j.files if f.status == "pending" and f.doc_id}
+                    and not j.cancel_requested for f in j.files if f.status == "pending" and f.doc_id}
 
     def get(self, job_id: str) -> Job | None:
         return self.jobs.get(job_id)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, create_model
+from pydantic import Field, create_model
 
 from trident_local.errors import TridentError
 from trident_local.generate.ask import AskOptions
@@ -30,8 +30,16 @@ from trident_local.generate.records import ABSTAINED
 from trident_local.serve.auth import ApiKey
 from trident_local.serve.engine import NotFound
 from trident_local.serve.errors import openai_error
+from trident_local.serve.openai_formats import (
+    BadParam,
+    check_unsupported,
+    format_kind,
+    json_answer,
+    schema_answer,
+    schema_of,
+)
 from trident_local.serve.routes import AskBody, AskOptionsBody, caller_key, require
-from trident_local.serve.validate import check_encodable, check_text
+from trident_local.serve.validate import Body, check_encodable, check_text
 from trident_local.text import CLAIM_STOP_WORDS, words
 
 router = APIRouter(tags=["openai"])
@@ -43,14 +51,6 @@ KEEPALIVE_S = 15.0  # an SSE comment while a long ask runs, so proxies keep the 
 
 
 # -- errors ---------------------------------------------------------------------------------------------
-class BadParam(TridentError):
-    """A 400 that names the request field at fault (OpenAI's ``param``)."""
-
-    def __init__(self, message: str, param: str, code: str | None = None):
-        super().__init__(message)
-        self.param, self.code = param, code
-
-
 class ModelNotFound(NotFound):
     param, code = "model", "model_not_found"
 
@@ -58,10 +58,10 @@ class ModelNotFound(NotFound):
 # -- requests -------------------------------------------------------------------------------------------
 # AskBody's fields without its question (the question comes from the messages): same types and bounds.
 ChatOptionsBody = create_model(
-    "ChatOptionsBody", **{n: (f.annotation, f) for n, f in AskBody.model_fields.items() if n in OPTIONS})
+    "ChatOptionsBody", __base__=Body, **{n: (f.annotation, f) for n, f in AskBody.model_fields.items() if n in OPTIONS})
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(Body):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None  # a string, or content parts ("text" ones only)
 
@@ -72,12 +72,18 @@ class ChatBody(ChatOptionsBody):
     model: str
     messages: list[ChatMessage]
     stream: bool = False
-    n: int | None = 1
+    stream_options: dict[str, Any] | None = None  # include_usage: a last chunk with the usage
+    n: int | None = Field(1, ge=1)
     temperature: float | None = None
     top_p: float | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
+    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
     user: str | None = None
+    response_format: dict[str, Any] | None = None  # text | json_object | json_schema (openai_formats.py)
+    tools: list[Any] | None = None  # refused with a 400, never dropped silently
+    tool_choice: Any = None
+    functions: list[Any] | None = None
+    function_call: Any = None
 
 
 def message_text(content: str | list[dict[str, Any]] | None) -> str:
@@ -106,16 +112,30 @@ def is_follow_up(text: str) -> bool:
     return len(content) <= FEW_WORDS or bool(_FOLLOW_START.match(text)) or any(w in _BACK_REFS for w in ws)
 
 
-def retrieval_question(user_turns: Sequence[str]) -> str:
+def retrieval_question(user_turns: Sequence[str], limit: int | None = None) -> str:
     """The question to retrieve for: the last user turn, after the one before it when it is a follow-up.
 
     Retrieval has no memory, so "And in 2022?" alone finds nothing; with the previous question in
-    front it finds the same document's other year.
+    front it finds the same document's other year. The kept context is trimmed (its end kept, from a
+    word start) so the whole stays within ``limit`` characters: the new turn is what was asked.
     """
     last = user_turns[-1].strip() if user_turns else ""
-    if last and len(user_turns) > 1 and is_follow_up(last):
-        return f"{user_turns[-2].strip()} {last}"
-    return last
+    if not (last and len(user_turns) > 1 and is_follow_up(last)):
+        return last
+    before = user_turns[-2].strip()
+    room = len(before) if limit is None else limit - len(last) - 1
+    if len(before) > room:
+        before = before[len(before) - room:] if room > 0 else ""
+        before = before.split(" ", 1)[1] if " " in before else ""  # from a word start
+    return f"{before.strip()} {last}" if before.strip() else last
+
+
+def _check_turn(text: str, limit: int) -> None:
+    """The last user turn alone against the question limit: OpenAI's 400 ``context_length_exceeded``."""
+    if len(text) > limit:
+        raise BadParam(f"the last user message is {len(text)} characters; the limit is {limit}", "messages",
+                       "context_length_exceeded")
+    check_text("question", text, limit)
 
 
 # -- answers --------------------------------------------------------------------------------------------
@@ -170,13 +190,20 @@ def _options(body: ChatBody) -> AskOptions:
     return AskOptions(**{n: getattr(body, n) for n in AskOptionsBody.model_fields})
 
 
-async def _ask(request: Request, index: str, question: str, body: ChatBody) -> dict[str, Any]:
-    """The ask as POST /api/indexes/{index}/ask runs it: through the model queue, counted in the metrics."""
+async def _ask(request: Request, index: str, question: str, body: ChatBody, chat: Any = None) -> dict[str, Any]:
+    """The ask as POST /api/indexes/{index}/ask runs it: through the model queue, counted in the metrics.
+
+    ``chat``: the model that puts the answer into the request's ``json_schema`` (in the same turn)."""
     m = request.app.state.metrics
     options = _options(body)
     async with request.app.state.gate.slot():
-        out = await run_in_threadpool(request.app.state.engine.ask, index, question, options, docs=body.docs,
-                                      min_confidence=body.min_confidence)
+        out = await run_in_threadpool(request.app.state.workers.call, request.app.state.engine, "ask", index,
+                                      question, options, docs=body.docs, min_confidence=body.min_confidence)
+        if chat is not None:
+            text, cites = cited_content(out)
+            out["schema_content"] = await run_in_threadpool(schema_answer, chat, schema_of(body.response_format),
+                                                            question, text, cites,
+                                                            body.max_completion_tokens or body.max_tokens)
     m.answers.labels(out["answer"]["mode"]).inc()
     if out["rerank"].get("fallback"):
         m.fallbacks.inc()
@@ -229,18 +256,32 @@ async def chat_completions(request: Request, body: ChatBody) -> dict | Streaming
     user_turns = [t for role, t in texts if role == "user"]
     if not user_turns:
         raise BadParam("no user message: the last user message is the question", "messages")
+    check_unsupported(body.tools, body.tool_choice, body.functions, body.function_call)
+    kind = format_kind(body.response_format)
     limit = request.app.state.settings.max_question_chars
-    question = check_text("question", retrieval_question(user_turns), limit)
+    _check_turn(user_turns[-1].strip(), limit)  # a short follow-up after a long question is fine
+    question = check_text("question", retrieval_question(user_turns, limit), limit)
     check_encodable("document list", body.docs or [])
     _options(body)  # an unknown pool or reranker: a 400 now, not in the middle of a stream
     if body.docs:  # unknown documents: a 404 now, not an error in the middle of a stream
         await run_in_threadpool(_resolve_docs, request.app.state.engine, index, body.docs)
-    reply = _Reply(body.model, sum(len(t.split()) for _, t in texts), question)
+    chat = await run_in_threadpool(_schema_model, request.app.state.engine, index) if kind == "json_schema" else None
+    usage = bool((body.stream_options or {}).get("include_usage"))
+    reply = _Reply(body.model, sum(len(t.split()) for _, t in texts), question, kind, usage)
     if not body.stream:
-        return reply.completion(await _ask(request, index, question, body))
-    task = await _admitted(_ask(request, index, question, body))
+        return reply.completion(await _ask(request, index, question, body, chat))
+    task = await _admitted(_ask(request, index, question, body, chat))
     return StreamingResponse(reply.stream(task), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _schema_model(engine: Any, index: str) -> Any:
+    """The index's chat model when it can decode to a JSON schema; else a 400 (nothing is dropped)."""
+    chat = engine.handle(index).models.chat
+    if chat is None or not getattr(chat, "supports_json_schema", False):
+        raise BadParam("response_format json_schema needs a chat model with guided decoding; this index answers "
+                       "without one (use json_object, or serve it with --chat PROFILE)", "response_format")
+    return chat
 
 
 def _resolve_docs(engine: Any, index: str, docs: list[str]) -> None:
@@ -252,22 +293,33 @@ def _resolve_docs(engine: Any, index: str, docs: list[str]) -> None:
 class _Reply:
     """One completion's id, model and prompt size, and its two response forms."""
 
-    def __init__(self, model: str, prompt_tokens: int, question: str):
+    def __init__(self, model: str, prompt_tokens: int, question: str, kind: str = "text", usage: bool = False):
         self.id, self.created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
         self.model, self.prompt_tokens, self.question = model, prompt_tokens, question
+        self.kind, self.usage = kind, usage
+
+    def content(self, out: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        """The message content in the requested ``response_format``, and the citations."""
+        text, cites = cited_content(out)
+        if self.kind == "json_object":
+            return json_answer(text, cites, out), cites
+        if self.kind == "json_schema":
+            return out["schema_content"], cites
+        return text, cites
+
+    def _usage(self, content: str) -> dict[str, int]:
+        n = len(content.split())
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": n, "total_tokens": self.prompt_tokens + n}
 
     def _base(self, obj: str) -> dict[str, Any]:
         return {"id": self.id, "object": obj, "created": self.created, "model": self.model}
 
     def completion(self, out: dict[str, Any]) -> dict[str, Any]:
-        content, cites = cited_content(out)
-        n = len(content.split())
+        content, cites = self.content(out)
         return {**self._base("chat.completion"),
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                              "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": n,
-                          "total_tokens": self.prompt_tokens + n},
-                "citations": cites, "trident": _trident(out, self.question)}
+                "usage": self._usage(content), "citations": cites, "trident": _trident(out, self.question)}
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
         d = {**self._base("chat.completion.chunk"),
@@ -287,11 +339,14 @@ class _Reply:
             yield f"data: {json.dumps(_stream_error(e))}\n\n"
             yield "data: [DONE]\n\n"
             return
-        content, cites = cited_content(out)
+        content, cites = self.content(out)
         for piece in re.split(r"(?<=\s)(?=\S)", content):
             if piece:
                 yield self.chunk({"content": piece})
         yield self.chunk({}, "stop", citations=cites, trident=_trident(out, self.question))
+        if self.usage:  # stream_options.include_usage: OpenAI's last chunk, no choices, the usage
+            d = {**self._base("chat.completion.chunk"), "choices": [], "usage": self._usage(content)}
+            yield f"data: {json.dumps(d, ensure_ascii=False)}\n\n"
         yield "data: [DONE]\n\n"
 
 

@@ -11,15 +11,16 @@ from typing import Any, Literal, get_type_hints
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field, create_model
+from pydantic import Field, create_model
 
 from trident_local.errors import TridentError
 from trident_local.generate.ask import AskOptions
 from trident_local.serve.auth import ApiKey
 from trident_local.serve.engine import NotFound, public_doc
 from trident_local.serve.jobs import ACTIVE, Job, JobFile
+from trident_local.serve.storage import check_space
 from trident_local.serve.uploads import UploadError, receive_pdfs, remove_upload
-from trident_local.serve.validate import check_encodable, check_text
+from trident_local.serve.validate import Body, check_encodable, check_text
 
 router = APIRouter()
 
@@ -78,8 +79,15 @@ def _engine(request: Request) -> Any:
 
 # -- operations -------------------------------------------------------------------------------------------
 @router.get("/health", tags=["operations"])
-def health() -> dict:
+async def health() -> dict:
+    """On the event loop itself: never queued behind work in the thread pool."""
     return {"status": "ok"}
+
+
+@router.head("/health", include_in_schema=False)
+async def health_head() -> Response:
+    """Uptime checks that send HEAD."""
+    return Response()
 
 
 @router.get("/ready", tags=["operations"], dependencies=[Depends(require("read"))])
@@ -111,7 +119,7 @@ def metrics(request: Request) -> Response:
 
 
 # -- indexes ------------------------------------------------------------------------------------------------
-class NewIndex(BaseModel):
+class NewIndex(Body):
     name: str = Field(max_length=64)
     config: dict[str, Any] = Field(default_factory=dict)
 
@@ -146,16 +154,24 @@ async def upload(request: Request, index: str) -> JSONResponse:
     """Multipart field ``file`` (repeatable). Stored files are indexed by a background job."""
     engine, settings, jobs = _engine(request), request.app.state.settings, request.app.state.jobs
     h = engine.handle(index)
+    length = request.headers.get("content-length", "")
+    check_space(h.path, f"index '{index}'", "receiving an upload", int(length) if length.isdigit() else 0)
     indexed = await run_in_threadpool(engine.doc_ids, index)
+    queued: list[Job] = []
+
+    def commit(stored: list) -> None:
+        files = [JobFile(s.name, s.path, s.doc_id, s.pages) for s in stored if s.status == "stored"]
+        if files:
+            queued.append(jobs.submit(index, "index", files))
+
     try:
         stored = await receive_pdfs(request, h.path, max_file=int(settings.max_upload_mb * 1024**2),
                                     max_request=int(settings.max_request_mb * 1024**2),
-                                    known=lambda: indexed | jobs.active_doc_ids(index), check=engine.check_pdf)
+                                    known=lambda: indexed | jobs.active_doc_ids(index), check=engine.check_pdf,
+                                    commit=commit, lock=jobs.lock)
     except UploadError as e:
         return JSONResponse({"error": str(e), "status": e.status}, status_code=e.status)
-    todo = [s for s in stored if s.status == "stored"]
-    files = [JobFile(s.name, s.path, s.doc_id, s.pages) for s in todo]
-    job = jobs.submit(index, "index", files) if files else None
+    job = queued[0] if queued else None
     body = {"files": [s.public() for s in stored], "job": job.public() if job else None}
     rejected = [s for s in stored if s.status == "rejected"]
     if rejected and len(rejected) == len(stored):
@@ -187,10 +203,16 @@ def delete_document(request: Request, index: str, doc: str) -> dict:
 
 @router.get("/api/indexes/{index}/documents/{doc}/pages/{page}.png", tags=["documents"],
             dependencies=[Depends(require("read"))])
-def page_png(request: Request, index: str, doc: str, page: int,
+async def page_png(request: Request, index: str, doc: str, page: int,
              scale: int = Query(1, ge=1, le=3, description="Resolution: 1 = the index's DPI; 2 or 3 for "
                                 "high-DPI screens and zooming in on a cell.")) -> FileResponse:
-    return FileResponse(_engine(request).page_png(index, doc, page, scale), media_type="image/png")
+    """A kept image is sent at once; drawing one waits its turn at the model queue like other work."""
+    engine = _engine(request)
+    path = await run_in_threadpool(engine.page_png, index, doc, page, scale, render=False)
+    if path is None:
+        async with request.app.state.gate.slot():
+            path = await run_in_threadpool(engine.page_png, index, doc, page, scale)
+    return FileResponse(path, media_type="image/png")
 
 
 @router.get("/api/indexes/{index}/documents/{doc}/pages/{page}/boxes", tags=["documents"],
@@ -201,7 +223,7 @@ def page_boxes(request: Request, index: str, doc: str, page: int, text: str = ""
 
 
 # -- queries -----------------------------------------------------------------------------------------------
-class SearchBody(BaseModel):
+class SearchBody(Body):
     question: str
     docs: list[str] | None = None
     pool: str = "fused"
@@ -215,7 +237,7 @@ _HINTS = get_type_hints(AskOptions)
 # CLI, the API and the service, rerank "auto" included); names are
 # checked by AskOptions against the registries, so a newly registered pool or reranker is accepted
 # and a wrong one is a 400 that lists them.
-AskOptionsBody = create_model("AskOptionsBody", **{
+AskOptionsBody = create_model("AskOptionsBody", __base__=Body, **{
     f.name: (_HINTS[f.name], Field(f.default, **BOUNDS.get(f.name, {})))
     for f in fields(AskOptions) if f.name in ("pool", "rerank", "fields", "answer", "k_max", "finders")})
 
@@ -230,13 +252,13 @@ class AskBody(AskOptionsBody):
         return AskOptions(**{n: getattr(self, n) for n in AskOptionsBody.model_fields})
 
 
-class VerifyBody(BaseModel):
+class VerifyBody(Body):
     answer: str | dict[str, Any]
     doc: str
     window: int = Field(2, ge=0, le=10)
 
 
-class TraceBody(BaseModel):
+class TraceBody(Body):
     question: str
     format: Literal["free_form", "multiple_choice", "table"] = "free_form"
     choices: list[str] = Field(default_factory=list, max_length=26)
@@ -251,8 +273,8 @@ def _check_question(request: Request, q: str, docs: list[str] | None = None) -> 
 @router.post("/api/indexes/{index}/search", tags=["query"], dependencies=[Depends(require("read"))])
 async def search(request: Request, index: str, body: SearchBody) -> dict:
     _check_question(request, body.question, body.docs)
-    hits = await run_in_threadpool(_engine(request).search, index, body.question, docs=body.docs,
-                                   pool=body.pool, k=body.k, finders=body.finders)
+    hits = await run_in_threadpool(request.app.state.workers.call, _engine(request), "search", index,
+                                   body.question, docs=body.docs, pool=body.pool, k=body.k, finders=body.finders)
     return {"hits": hits}
 
 
@@ -263,8 +285,8 @@ async def ask(request: Request, index: str, body: AskBody) -> dict:
     m = request.app.state.metrics
     options = body.options()
     async with request.app.state.gate.slot():
-        out = await run_in_threadpool(_engine(request).ask, index, body.question, options, docs=body.docs,
-                                      min_confidence=body.min_confidence)
+        out = await run_in_threadpool(request.app.state.workers.call, _engine(request), "ask", index,
+                                      body.question, options, docs=body.docs, min_confidence=body.min_confidence)
     m.answers.labels(out["answer"]["mode"]).inc()
     if out["rerank"].get("fallback"):
         m.fallbacks.inc()
@@ -290,7 +312,7 @@ async def trace(request: Request, index: str, body: TraceBody) -> dict:
 
 
 # -- jobs ----------------------------------------------------------------------------------------------------
-class AnnotateBody(BaseModel):
+class AnnotateBody(Body):
     docs: list[str] | None = None
 
 
@@ -305,6 +327,7 @@ def annotate(request: Request, index: str, body: AnnotateBody) -> dict:
     files = [JobFile(d["file_name"], d["path"], d["doc_id"], d["n_pages"]) for d in docs]
     if not files:
         raise TridentError("no documents to annotate")
+    check_space(engine.handle(index).path, f"index '{index}'", "starting an annotation job")
     return request.app.state.jobs.submit(index, "annotate", files).public()
 
 
@@ -349,7 +372,7 @@ async def job_events(request: Request, job_id: str, key: ApiKey | None = Depends
 
 
 # -- keys ------------------------------------------------------------------------------------------------------
-class NewKey(BaseModel):
+class NewKey(Body):
     scope: Literal["read", "write", "admin"]
     indexes: list[str] = Field(default_factory=lambda: ["*"])
     label: str = Field("", max_length=200)

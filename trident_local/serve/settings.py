@@ -32,6 +32,8 @@ class Settings:
     max_json_kb: float = 256.0  # JSON bodies (questions, answers to verify)
     max_question_chars: int = 4000
     max_answer_chars: int = 20000  # /verify: an answer costs CPU per claim, so it is bounded like a question
+    page_cache_mb: float = 0.0  # page images kept per index, least recently used out first (0: 1 MB per
+    # indexed page, at least 64 MB)
     ocr_max_pages: int = 200  # per uploaded file; pages past it stay image-only (a warning says so)
     allowed_hosts: list[str] = field(default_factory=list)  # Host header values served; empty = loopback
     # names on a loopback bind, any on another (DNS rebinding needs a loopback server without keys)
@@ -39,6 +41,8 @@ class Settings:
     drain_s: float = 30.0  # on SIGTERM, requests still running after this get a JSON 503
     model_slots: int = 4  # asks / verifies running at once
     model_queue: int = 64  # more waiting than this: 429 with Retry-After
+    ask_workers: int = -1  # processes for no-model asks and searches (-1: one per core up to model_slots;
+    # 0: threads of the server process, which then share its CPU with the event loop)
     retry_after_s: int = 2
     batch_max: int = 64  # requests per call of a chat backend without batching of its own (not vllm: async engine)
     batch_wait_ms: float = 0.0  # extra wait for more requests before an engine call (0: batch what is queued)

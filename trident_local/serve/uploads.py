@@ -17,13 +17,16 @@ import shutil
 import unicodedata
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
+
+from trident_local.errors import StorageFull
 
 UPLOADS = "uploads"
 PARTIAL = ".partial"
@@ -159,7 +162,9 @@ Checker = Callable[[Path], tuple[int, str]]  # a PDF -> (pages, "") or (0, why i
 
 
 async def receive_pdfs(request: Request, index_root: Path, *, max_file: int, max_request: int,
-                       known: Callable[[], set[str]], check: Checker) -> list[StoredUpload]:
+                       known: Callable[[], set[str]], check: Checker,
+                       commit: Callable[[list[StoredUpload]], None] = lambda stored: None,
+                       lock: AbstractContextManager[Any] | None = None) -> list[StoredUpload]:
     """Stream the multipart body's ``file`` parts to disk, then check and keep each PDF.
 
     ``known()``: doc_ids in the index or in a job still to run (reported as duplicates, not
@@ -167,6 +172,9 @@ async def receive_pdfs(request: Request, index_root: Path, *, max_file: int, max
     its job, so two uploads of one file cannot both be stored. A stored file that is not known
     (its job was cancelled or failed, or a crash came between) is replaced and indexed again.
     ``check``: opens a PDF the way the indexer will (run in a thread: a repair can be slow).
+    ``commit``: queues the stored files; run with ``known()`` and the moves under ``lock`` (the job
+    table's), so a job that ends meanwhile cannot remove a file it no longer owns (a re-upload of the
+    file it was asked to cancel) before the new job claims it.
     """
     ctype, opts = parse_options_header(request.headers.get("content-type", ""))
     if ctype != b"multipart/form-data" or b"boundary" not in opts:
@@ -197,6 +205,12 @@ async def receive_pdfs(request: Request, index_root: Path, *, max_file: int, max
     except UploadError:
         sink.abort()
         raise
+    except OSError as e:
+        sink.abort()
+        if StorageFull.caused(e):  # the index volume filled up while the body was written: a 507
+            raise StorageFull(f"the index's {UPLOADS} folder", "receiving an upload",
+                              "retry: nothing of this upload was kept") from None
+        raise
     except Exception as e:  # python-multipart raises its own errors on a malformed body
         sink.abort()
         raise UploadError(400, f"malformed multipart body ({type(e).__name__}: {e})") from None
@@ -204,8 +218,12 @@ async def receive_pdfs(request: Request, index_root: Path, *, max_file: int, max
         sink.abort()
         raise UploadError(422, "no file in the request: send PDFs in the multipart field 'file'")
     checked = [await run_in_threadpool(_check, rec, part, check) for rec, part, _ in sink.files]
-    ids = known()  # no await from here until the caller has queued the stored files
-    return [_keep(rec, part, sha, index_root, ids, ok) for (rec, part, sha), ok in zip(sink.files, checked, strict=True)]
+    with lock or nullcontext():  # no await from here until the stored files are queued
+        ids = known()
+        stored = [_keep(rec, part, sha, index_root, ids, ok)
+                  for (rec, part, sha), ok in zip(sink.files, checked, strict=True)]
+        commit(stored)
+    return stored
 
 
 def _check(rec: StoredUpload, part: Path, check: Checker) -> bool:

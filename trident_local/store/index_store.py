@@ -91,7 +91,7 @@ class IndexStore:
                 self._lock_depth -= 1
             return
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / ".lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC)
+        fd = os.open(self.root / ".lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -185,24 +185,32 @@ class IndexStore:
             return by_prefix[0]
         raise TridentError(f"no document {name!r} in {self.root} (try `trident docs --index {self.root}`)")
 
-    def page_image(self, doc_id: str, page: int, dpi: int | None = None) -> Path:
-        """Path of the page's PNG, rendered on first use."""
+    def page_image(self, doc_id: str, page: int, dpi: int | None = None, *, render: bool = True) -> Path:
+        """Path of the page's PNG, rendered on first use (``render=False``: the path it has or will have)."""
         entry = self.manifest.documents[doc_id]
-        return self._render(doc_id, entry.path, entry.n_pages, entry.file_name, page, dpi)
+        try:
+            doc: Document | None = self.document(doc_id) if entry.stages.get("ingest") else None
+        except (TridentError, OSError, ValueError):
+            doc = None
+        return self._render(doc_id, entry.path, entry.n_pages, entry.file_name, page, dpi, doc, render)
 
     def document_page_image(self, doc: Document, page: int, dpi: int | None = None) -> Path:
         """:meth:`page_image` for a document the manifest may not hold yet (a Ray actor annotating a
         document before the driver registers it): rendered from the document's own path."""
-        return self._render(doc.doc_id, doc.path, doc.n_pages, doc.file_name, page, dpi)
+        return self._render(doc.doc_id, doc.path, doc.n_pages, doc.file_name, page, dpi, doc, True)
 
-    def _render(self, doc_id: str, path: str, n_pages: int, name: str, page: int, dpi: int | None) -> Path:
-        from trident_local.docs.render import render_page
+    def _render(self, doc_id: str, path: str, n_pages: int, name: str, page: int, dpi: int | None,
+                doc: Document | None, render: bool) -> Path:
+        from trident_local.docs.render import render_dpi, render_page
 
         dpi = dpi or self.config.dpi
         if not 1 <= page <= n_pages:
             raise TridentError(f"{name} has pages 1..{n_pages}, not {page}")
+        if doc is not None and page <= len(doc.pages):  # named by the dpi it is drawn at: a capped scale is kept once
+            p = doc.pages[page - 1]
+            dpi = render_dpi(p.width, p.height, dpi)
         out = self.doc_dir(doc_id) / "pages" / f"p{page:04d}@{dpi}.png"
-        return render_page(path, page, out, dpi=dpi)
+        return render_page(path, page, out, dpi=dpi) if render else out
 
 
 def _holder(fd: int) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, TypeVar
 
 from trident_local.docs.model import Document
-from trident_local.errors import IngestError, TridentError
+from trident_local.errors import IngestError, StorageFull, TridentError
 from trident_local.store.index_store import IndexStore
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,11 @@ def guarded(label: str, fn: Callable[[], T], *, prefix: str = "") -> tuple[T | N
         return None, str(e)
     except TridentError:
         raise
+    except OSError as e:
+        if StorageFull.caused(e):  # every later document would fail the same way: stop, nothing is lost
+            raise
+        log.exception("%s failed", label)
+        return None, f"{prefix}{type(e).__name__}: {e}"
     except Exception as e:
         log.exception("%s failed", label)
         return None, f"{prefix}{type(e).__name__}: {e}"

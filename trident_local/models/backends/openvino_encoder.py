@@ -39,6 +39,7 @@ import io
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import warnings
@@ -47,6 +48,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# OpenVINO sends usage events to Google Analytics from `import openvino.tools.ovc` (which `import
+# openvino` loads) and from every conversion, unless a consent file in the user's home says no. Nothing
+# here may reach beyond the machine: with `openvino_telemetry` unimportable, OpenVINO (and NNCF) use
+# their own no-op stand-in, as they do where that package is not installed.
+sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
 
 log = logging.getLogger(__name__)
 
