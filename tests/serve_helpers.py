@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 from pdf_factory import rich_pdf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,3 +117,21 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
         proc.wait(grace_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def hold_first_index_until_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first file a job indexes waits (30 s at most) until its job is asked to cancel, so that the cancel
+    lands while the file is being read however fast the machine reads it (a 300-page file alone raced it)."""
+    from trident_local.serve.engine import Engine
+
+    real, held = Engine.index_file, threading.Event()
+
+    def index_file(self, name: str, path, control):
+        if not held.is_set():
+            held.set()
+            deadline = time.monotonic() + 30
+            while not control.should_stop() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return real(self, name, path, control)
+
+    monkeypatch.setattr(Engine, "index_file", index_file)

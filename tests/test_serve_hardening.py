@@ -14,7 +14,14 @@ import pytest
 from fastapi.testclient import TestClient
 from pdf_factory import corrupt_pdf, text_pdf
 from PIL import Image, ImageDraw
-from serve_helpers import build_index, copy_index, free_port, wait_job, wait_ready
+from serve_helpers import (
+    build_index,
+    copy_index,
+    free_port,
+    hold_first_index_until_cancelled,
+    wait_job,
+    wait_ready,
+)
 
 from trident_local.docs.ingest import OCR_MAX_PIXELS, IngestCancelled, IngestControl, ingest_pdf
 from trident_local.errors import IngestError
@@ -81,7 +88,9 @@ def _image_pdf(path: Path, pages: int, size_pt: float = 595.0) -> Path:
 
 
 # -- D1: a cancelled upload is not stuck -------------------------------------------------------------
-def test_d1_cancelled_upload_can_be_uploaded_again(client: TestClient, tmp_path: Path) -> None:
+def test_d1_cancelled_upload_can_be_uploaded_again(client: TestClient, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    hold_first_index_until_cancelled(monkeypatch)
     data = _long_pdf(tmp_path / "long.pdf").read_bytes()
     r = _upload(client, "long.pdf", data)
     assert r.status_code == 202, r.text

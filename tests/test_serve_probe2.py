@@ -14,7 +14,7 @@ import pymupdf
 import pytest
 from fastapi.testclient import TestClient
 from pdf_factory import text_pdf
-from serve_helpers import build_index, copy_index, wait_job
+from serve_helpers import build_index, copy_index, hold_first_index_until_cancelled, wait_job
 
 from trident_local.errors import IngestError
 from trident_local.serve import Settings, create_app
@@ -186,7 +186,9 @@ def test_a_job_asked_to_cancel_does_not_claim_its_file(tmp_path: Path) -> None:
     m.stop()
 
 
-def test_reupload_during_a_cancel_is_stored_and_indexed(client: TestClient, tmp_path: Path) -> None:
+def test_reupload_during_a_cancel_is_stored_and_indexed(client: TestClient, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    hold_first_index_until_cancelled(monkeypatch)
     data = text_pdf(tmp_path / "long.pdf", [f"Long page {i}. Serial {70000 + i}." for i in range(150)]).read_bytes()
     first = _upload(client, "long.pdf", data).json()
     client.post(f"/api/jobs/{first['job']['job_id']}/cancel")
